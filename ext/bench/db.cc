@@ -1,0 +1,68 @@
+#include "db.h"
+
+#include <rocksdb/convenience.h>
+#include <rocksdb/table.h>
+
+namespace rxlab {
+
+void Check(const rocksdb::Status& s, const char* what) {
+  if (!s.ok()) throw DbError(std::string(what) + ": " + s.ToString());
+}
+
+Backend MakeBackend(const std::string& spec) {
+  Backend b;
+  b.spec = spec;
+  if (spec == "default" || spec.rfind("default?", 0) == 0) {
+    std::string q = spec.size() > 8 ? spec.substr(8) : "";
+    if (!q.empty() && q != "io_uring=0" && q != "io_uring=1")
+      throw InputError("backend '" + spec +
+                       "': the default file system takes only io_uring=0 or io_uring=1");
+    b.default_io_uring = q == "io_uring=1";
+    b.fs = rocksdb::FileSystem::Default();
+    return b;
+  }
+  std::string err;
+  b.rxfs = RxFileSystem::Create(spec, &err);
+  if (!b.rxfs) throw InputError("backend '" + spec + "': " + err);
+  b.fs = b.rxfs;
+  return b;
+}
+
+Database::Database(const std::string& path, const std::string& backend,
+                   const std::string& options, bool statistics)
+    : path_(path), backend_(MakeBackend(backend)) {
+  rocksdb::ConfigOptions cfg;
+  cfg.ignore_unknown_options = false;
+  cfg.input_strings_escaped = false;
+  rocksdb::Options base;
+  base.create_if_missing = true;
+  rocksdb::Status s = rocksdb::GetOptionsFromString(cfg, base, options, &options_);
+  if (!s.ok()) throw InputError("RocksDB options '" + options + "': " + s.ToString());
+  // Process-wide: RocksDB's posix file system asks at each file open.
+  g_rocksdb_io_uring_enable = backend_.default_io_uring;
+  env_ = rocksdb::NewCompositeEnv(backend_.fs);
+  options_.env = env_.get();
+  if (statistics && !options_.statistics) options_.statistics = rocksdb::CreateDBStatistics();
+  s = rocksdb::DB::Open(options_, path, &db_);
+  if (!s.ok()) {
+    db_ = nullptr;
+    throw DbError("open " + path + " on " + backend + ": " + s.ToString());
+  }
+}
+
+void Database::Close() {
+  if (!db_) return;
+  rocksdb::Status s = db_->Close();
+  delete db_;
+  db_ = nullptr;
+  Check(s, "close");
+}
+
+Database::~Database() {
+  if (db_) {
+    db_->Close().PermitUncheckedError();
+    delete db_;
+  }
+}
+
+}  // namespace rxlab

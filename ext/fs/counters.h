@@ -1,0 +1,98 @@
+// Per-thread IO counters of the rxlab file systems. Each thread writes its
+// own block (no sharing, no locked instructions); readers aggregate on
+// demand. Syscalls are counted by the engines that issue them, so the counts
+// can be checked against strace.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <ctime>
+
+#include "histogram.h"
+
+namespace rxlab {
+
+// System calls of the data path, by name as strace prints them.
+#define RXLAB_SYSCALLS(X) \
+  X(pread64)              \
+  X(pwrite64)             \
+  X(io_submit)            \
+  X(io_getevents)         \
+  X(io_uring_enter)       \
+  X(fsync)                \
+  X(fdatasync)            \
+  X(sync_file_range)      \
+  X(ftruncate)            \
+  X(fallocate)            \
+  X(readahead)            \
+  X(fadvise64)
+
+enum Sys : int {
+#define RXLAB_ENUM(n) kSys_##n,
+  RXLAB_SYSCALLS(RXLAB_ENUM)
+#undef RXLAB_ENUM
+      kNumSys
+};
+extern const char* const kSysNames[kNumSys];
+
+// Event counters that are not syscalls (adapter level).
+#define RXLAB_EVENTS(X)                                                      \
+  X(reads) X(read_bytes) X(writes) X(write_bytes) X(multireads)              \
+  X(multiread_reqs) X(read_async) X(polls) X(aborts) X(async_completed)      \
+  X(retries) X(short_reads) X(faults_injected) X(delayed) X(fixed_buf_reads) \
+  X(max_inflight)
+
+enum Event : int {
+#define RXLAB_ENUM(n) kEv_##n,
+  RXLAB_EVENTS(RXLAB_ENUM)
+#undef RXLAB_ENUM
+      kNumEvents
+};
+extern const char* const kEventNames[kNumEvents];
+
+inline uint64_t MonoNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+struct ThreadCounters {
+  bool enabled = true;
+  std::atomic<uint64_t> sys_count[kNumSys] = {};
+  std::atomic<uint64_t> sys_ns[kNumSys] = {};
+  std::atomic<uint64_t> events[kNumEvents] = {};
+  LatencyHistogram read_latency;  // device read, submit to completion, ns
+
+  void Add(Event e, uint64_t d = 1) {
+    if (!enabled) return;
+    auto& a = events[e];
+    a.store(a.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+  }
+  void Max(Event e, uint64_t v) {
+    if (v > events[e].load(std::memory_order_relaxed)) events[e].store(v, std::memory_order_relaxed);
+  }
+  void Syscall(Sys s, uint64_t ns) {
+    auto& c = sys_count[s];
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    auto& t = sys_ns[s];
+    t.store(t.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
+  }
+};
+
+// Times one system call into a counter block; free when counting is off.
+class SyscallTimer {
+ public:
+  SyscallTimer(ThreadCounters* c, Sys s) : c_(c && c->enabled ? c : nullptr), s_(s) {
+    if (c_) t0_ = MonoNs();
+  }
+  ~SyscallTimer() {
+    if (c_) c_->Syscall(s_, MonoNs() - t0_);
+  }
+
+ private:
+  ThreadCounters* c_;
+  Sys s_;
+  uint64_t t0_ = 0;
+};
+
+}  // namespace rxlab

@@ -1,0 +1,125 @@
+// One small interface that every IO engine implements, shaped like fio's
+// struct ioengine_ops: queue a request, commit what is queued, reap
+// completions, cancel. A synchronous engine (posix) does the IO inside
+// Queue() and answers kCompleted; the others answer kQueued and complete in
+// Reap(). The RocksDB adapter (rxfs.cc) turns Read, MultiRead, ReadAsync/Poll
+// and the write calls into these operations once, for every engine.
+//
+// Adding an engine: a new file that defines one EngineDef, plus one line in
+// engines.cc.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "counters.h"
+
+namespace rxlab {
+
+enum class Op : uint8_t { kRead, kWrite };
+
+// One IO request. Owned by the caller; the engine only keeps a pointer to it
+// while it is in flight.
+struct IoReq {
+  Op op = Op::kRead;
+  int fd = -1;
+  // Registered-file slot and the id of the file that owns it (io_uring
+  // registered files); -1 when the file has no slot.
+  int slot = -1;
+  uint64_t file_id = 0;
+  uint64_t offset = 0;
+  size_t len = 0;
+  char* buf = nullptr;
+
+  // Set by the engine at completion: bytes transferred or -errno.
+  int64_t res = 0;
+
+  // Bookkeeping of the adapter's executor.
+  uint64_t submit_ns = 0;
+  uint64_t deadline_ns = 0;
+  int fixed_buf = -1;  // io_uring bounce buffer in use, -1 if none
+  void* owner = nullptr;  // the engine's own bookkeeping
+  void* job = nullptr;    // the adapter's request that this IO belongs to
+};
+
+enum class QueueResult { kCompleted, kQueued, kBusy };
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // Queue one request. kCompleted: done now, res is set. kQueued: will be
+  // returned by Reap() after Commit(). kBusy: commit and reap first.
+  virtual QueueResult Queue(IoReq* r) = 0;
+  // Hand every queued request to the kernel; if wait_nr > 0, also wait for
+  // that many completions in the same system call where the engine can.
+  // Returns 0 or -errno.
+  virtual int Commit(int wait_nr) = 0;
+  // Collect completions: at least `min` (blocking up to timeout_ns, -1 =
+  // forever, 0 = poll), at most `max`, into out[]. Returns the number
+  // collected or -errno (-ETIME on timeout with nothing collected).
+  virtual int Reap(int min, int max, IoReq** out, int64_t timeout_ns) = 0;
+  // Ask the kernel to cancel an in-flight request. Its completion is still
+  // delivered by Reap (possibly with -ECANCELED).
+  virtual void Cancel(IoReq* /*r*/) {}
+  // How many requests may be in flight at once.
+  virtual int Depth() const = 0;
+  // Point registered-file slot `slot` at `fd` (-1 to clear). Only engines
+  // with registered files do anything; may be called from another thread.
+  virtual void SetFileSlot(int /*slot*/, int /*fd*/, uint64_t /*file_id*/) {}
+  // True if Queue() always completes the request itself.
+  virtual bool synchronous() const { return false; }
+};
+
+// Options in a URI, with their parsed values. Every option an engine or the
+// adapter accepts is declared with a default and a one-line help.
+struct OptionDef {
+  const char* name;
+  const char* default_value;
+  const char* help;
+};
+
+class Config {
+ public:
+  std::string engine;
+  std::map<std::string, std::string> values;  // every declared option, defaulted
+
+  const std::string& Str(const std::string& key) const;
+  int64_t Int(const std::string& key) const;
+  double Double(const std::string& key) const;
+  bool Bool(const std::string& key) const;
+  std::string Uri() const;  // canonical form, non-default options only
+  std::map<std::string, std::string> defaults;
+};
+
+struct EngineDef {
+  const char* name;
+  const char* help;
+  std::vector<OptionDef> options;
+  // Check what can be checked before any file is opened (kernel support,
+  // device capabilities). Empty string = fine, else a one-line reason.
+  std::string (*check)(const Config& cfg);
+  // One engine instance per thread (and a second one for async reads).
+  std::unique_ptr<Engine> (*create)(const Config& cfg, ThreadCounters* counters,
+                                    std::string* err);
+};
+
+// The registry (engines.cc).
+const std::vector<const EngineDef*>& Engines();
+const EngineDef* FindEngine(const std::string& name);
+
+// Options every engine accepts (the adapter implements them).
+const std::vector<OptionDef>& CommonOptions();
+
+// Parse "rxlab://ENGINE?k=v&k=v" (the "rxlab://" prefix is optional).
+// On error returns false and a one-line message naming the bad part and what
+// is allowed.
+bool ParseUri(const std::string& uri, Config* cfg, std::string* err);
+
+// Monotonic clock in nanoseconds.
+uint64_t NowNs();
+
+}  // namespace rxlab

@@ -1,0 +1,192 @@
+// The engine registry, the options every engine shares, and URI parsing.
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "engine.h"
+
+namespace rxlab {
+
+extern const EngineDef kPosixEngine;
+extern const EngineDef kLibaioEngine;
+extern const EngineDef kIoUringEngine;
+
+const std::vector<const EngineDef*>& Engines() {
+  static const std::vector<const EngineDef*> all = {
+      &kPosixEngine,
+      &kLibaioEngine,
+      &kIoUringEngine,
+  };
+  return all;
+}
+
+const EngineDef* FindEngine(const std::string& name) {
+  for (const EngineDef* e : Engines())
+    if (name == e->name) return e;
+  return nullptr;
+}
+
+const std::vector<OptionDef>& CommonOptions() {
+  static const std::vector<OptionDef> opts = {
+      {"depth", "64", "requests in flight per ring/context (MultiRead batches beyond it are split)"},
+      {"delay_us", "0", "completion deadline per device read: it completes no earlier than submission + delay"},
+      {"jitter_us", "0", "uniform random +/- added to delay_us per read"},
+      {"counters", "1", "count reads, writes and syscalls (0 = off, to measure their cost)"},
+      {"counters_path", "", "write the counters as JSON here at process exit (plugin)"},
+      {"powerloss", "0", "keep data not yet synced in process memory, so SIGKILL loses it"},
+      {"fault_short_read", "0", "probability that a read returns fewer bytes than asked"},
+      {"fault_eintr", "0", "probability that a read fails with EINTR (must be retried)"},
+      {"fault_eagain", "0", "probability that a read fails with EAGAIN (must be retried)"},
+      {"fault_eio", "0", "probability that a read fails with EIO"},
+      {"fault_files", "", "apply read faults only to files whose name ends with this"},
+      {"fault_seed", "1", "seed of the fault injection's random numbers"},
+      {"enospc_after", "-1", "fail writes with ENOSPC once this many bytes were written (-1 = never)"},
+  };
+  return opts;
+}
+
+uint64_t NowNs() { return MonoNs(); }
+
+const char* const kSysNames[kNumSys] = {
+#define RXLAB_NAME(n) #n,
+    RXLAB_SYSCALLS(RXLAB_NAME)
+#undef RXLAB_NAME
+};
+const char* const kEventNames[kNumEvents] = {
+#define RXLAB_NAME(n) #n,
+    RXLAB_EVENTS(RXLAB_NAME)
+#undef RXLAB_NAME
+};
+
+const std::string& Config::Str(const std::string& key) const {
+  static const std::string empty;
+  auto it = values.find(key);
+  return it == values.end() ? empty : it->second;
+}
+int64_t Config::Int(const std::string& key) const { return strtoll(Str(key).c_str(), nullptr, 10); }
+double Config::Double(const std::string& key) const { return strtod(Str(key).c_str(), nullptr); }
+bool Config::Bool(const std::string& key) const { return Int(key) != 0; }
+
+std::string Config::Uri() const {
+  std::string u = "rxlab://" + engine;
+  char sep = '?';
+  for (const auto& [k, v] : values) {
+    auto d = defaults.find(k);
+    if (d != defaults.end() && d->second == v) continue;
+    u += sep + k + "=" + v;
+    sep = '&';
+  }
+  return u;
+}
+
+namespace {
+
+std::string AllowedEngines() {
+  std::string s;
+  for (const EngineDef* e : Engines()) s += (s.empty() ? "" : ", ") + std::string(e->name);
+  return s;
+}
+
+enum class Kind { kInt, kNonNegInt, kBool, kProb, kString };
+
+Kind KindOf(const std::string& name) {
+  if (name == "counters_path" || name == "fault_files") return Kind::kString;
+  if (name.rfind("fault_", 0) == 0 && name != "fault_seed") return Kind::kProb;
+  if (name == "enospc_after") return Kind::kInt;
+  if (name == "counters" || name == "powerloss" || name == "sqpoll" || name == "iopoll" ||
+      name == "registered_files" || name == "fixed_buffers")
+    return Kind::kBool;
+  return Kind::kNonNegInt;
+}
+
+bool CheckValue(const std::string& k, const std::string& v, std::string* err) {
+  char* end = nullptr;
+  switch (KindOf(k)) {
+    case Kind::kString:
+      return true;
+    case Kind::kBool:
+      if (v == "0" || v == "1") return true;
+      *err = "option " + k + "='" + v + "' must be 0 or 1";
+      return false;
+    case Kind::kProb: {
+      double d = strtod(v.c_str(), &end);
+      if (!v.empty() && *end == '\0' && d >= 0.0 && d <= 1.0) return true;
+      *err = "option " + k + "='" + v + "' must be a probability between 0 and 1";
+      return false;
+    }
+    case Kind::kInt: {
+      strtoll(v.c_str(), &end, 10);
+      if (!v.empty() && *end == '\0') return true;
+      *err = "option " + k + "='" + v + "' must be an integer";
+      return false;
+    }
+    case Kind::kNonNegInt: {
+      long long x = strtoll(v.c_str(), &end, 10);
+      if (!v.empty() && *end == '\0' && x >= 0) return true;
+      *err = "option " + k + "='" + v + "' must be a non-negative integer";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ParseUri(const std::string& uri, Config* cfg, std::string* err) {
+  std::string rest = uri;
+  const std::string prefix = "rxlab://";
+  if (rest.rfind(prefix, 0) == 0) rest = rest.substr(prefix.size());
+  std::string name = rest.substr(0, rest.find('?'));
+  std::string query = rest.size() > name.size() ? rest.substr(name.size() + 1) : "";
+  const EngineDef* def = FindEngine(name);
+  if (def == nullptr) {
+    *err = "unknown engine '" + name + "' in '" + uri + "': allowed are " + AllowedEngines() +
+           " (RocksDB's own file system is 'default')";
+    return false;
+  }
+  cfg->engine = name;
+  cfg->values.clear();
+  std::string allowed;
+  for (const auto* list : {&CommonOptions(), &def->options})
+    for (const OptionDef& o : *list) {
+      cfg->values[o.name] = o.default_value;
+      allowed += (allowed.empty() ? "" : ", ") + std::string(o.name);
+    }
+  cfg->defaults = cfg->values;
+  std::stringstream ss(query);
+  std::string kv;
+  while (std::getline(ss, kv, '&')) {
+    if (kv.empty()) continue;
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) {
+      *err = "option '" + kv + "' in '" + uri + "' has no value: write NAME=VALUE";
+      return false;
+    }
+    std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    if (cfg->values.count(k) == 0) {
+      *err = "unknown option '" + k + "' for engine " + name + ": allowed are " + allowed;
+      return false;
+    }
+    if (!CheckValue(k, v, err)) return false;
+    cfg->values[k] = v;
+  }
+  if (cfg->Int("depth") < 1 || cfg->Int("depth") > 4096) {
+    *err = "option depth=" + cfg->Str("depth") + " must be between 1 and 4096";
+    return false;
+  }
+  if (cfg->Int("jitter_us") > cfg->Int("delay_us")) {
+    *err = "option jitter_us=" + cfg->Str("jitter_us") + " must not exceed delay_us=" +
+           cfg->Str("delay_us");
+    return false;
+  }
+  if (def->check) {
+    std::string why = def->check(*cfg);
+    if (!why.empty()) {
+      *err = why;
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace rxlab

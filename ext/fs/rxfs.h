@@ -1,0 +1,107 @@
+// The RocksDB FileSystem over rxlab's engines. Metadata operations go to the
+// wrapped default file system; the data path (random, sequential and
+// writable files) goes through the engine named in the URI, with per-thread
+// engines and counters.
+#pragma once
+
+#include <rocksdb/file_system.h>
+#include <rocksdb/version.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine.h"
+
+namespace rxlab {
+
+// The ReadAsync callback lost its const in RocksDB 9.
+#if ROCKSDB_MAJOR >= 9
+using AsyncCallback = std::function<void(rocksdb::FSReadRequest&, void*)>;
+#else
+using AsyncCallback = std::function<void(const rocksdb::FSReadRequest&, void*)>;
+#endif
+
+struct ThreadState;
+struct StateRegistry;
+
+// Aggregated counters: totals by name and the device-read latency histogram.
+struct CounterSnapshot {
+  std::map<std::string, uint64_t> values;       // events and sys.<name>.count/.ns
+  std::vector<std::pair<uint64_t, uint64_t>> read_latency;  // (bucket lower ns, count)
+  uint64_t threads = 0;
+  std::string ToJson(const std::string& uri) const;
+};
+
+class RxFileSystem : public rocksdb::FileSystemWrapper {
+ public:
+  // Parse a URI and build the file system; nullptr and a one-line *err on a
+  // bad engine, option or value.
+  static std::shared_ptr<RxFileSystem> Create(const std::string& uri, std::string* err);
+
+  explicit RxFileSystem(Config cfg);
+  ~RxFileSystem() override;
+
+  static const char* kClassName() { return "rxlab"; }
+  const char* Name() const override { return kClassName(); }
+
+  rocksdb::IOStatus NewSequentialFile(const std::string& f, const rocksdb::FileOptions& o,
+                                      std::unique_ptr<rocksdb::FSSequentialFile>* r,
+                                      rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus NewRandomAccessFile(const std::string& f, const rocksdb::FileOptions& o,
+                                        std::unique_ptr<rocksdb::FSRandomAccessFile>* r,
+                                        rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                    rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus ReopenWritableFile(const std::string& f, const rocksdb::FileOptions& o,
+                                       std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                       rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus ReuseWritableFile(const std::string& f, const std::string& old,
+                                      const rocksdb::FileOptions& o,
+                                      std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                      rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus Poll(std::vector<void*>& io_handles, size_t min_completions) override;
+  rocksdb::IOStatus AbortIO(std::vector<void*>& io_handles) override;
+  void SupportedOps(int64_t& supported_ops) override;
+
+  const Config& config() const { return cfg_; }
+  std::string uri() const { return cfg_.Uri(); }
+  CounterSnapshot Counters() const;
+  void ResetCounters();
+
+  // Internals shared with the file classes.
+  ThreadState* State();
+  int AllocSlot(uint64_t* file_id);
+  void FreeSlot(int slot, uint64_t file_id);
+  bool CheckEnospc(size_t n, rocksdb::IOStatus* s);
+  bool FaultsApply(const std::string& fname) const;
+
+ private:
+  rocksdb::IOStatus OpenWritable(const std::string& f, const rocksdb::FileOptions& o,
+                                 bool truncate, std::unique_ptr<rocksdb::FSWritableFile>* r);
+
+  Config cfg_;
+  const EngineDef* def_;
+  uint64_t id_;
+  std::shared_ptr<StateRegistry> reg_;
+  std::mutex slot_mu_;
+  std::vector<int> free_slots_;
+  std::atomic<uint64_t> next_file_id_{1};
+  std::atomic<int64_t> bytes_written_{0};
+};
+
+// Every live rxlab file system in the process (the plugin writes their
+// counters at exit).
+std::vector<std::shared_ptr<RxFileSystem>> LiveFileSystems();
+
+// The flag behind RocksDbIOUringEnable(), which RocksDB's own posix file
+// system asks (at each file open) before using io_uring for MultiRead and
+// ReadAsync. The Python module defines the symbol; the plugin does not
+// (db_bench has its own).
+extern std::atomic<bool> g_rocksdb_io_uring_enable;
+
+}  // namespace rxlab

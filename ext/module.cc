@@ -1,0 +1,306 @@
+// pybind11 bindings: thin. Logic lives in fs/ and bench/.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <rocksdb/iterator.h>
+#include <rocksdb/perf_context.h>
+#include <rocksdb/version.h>
+
+#include "bench/db.h"
+#include "fs/rxfs.h"
+
+namespace py = pybind11;
+using rxlab::Database;
+
+// RocksDB's posix file system uses io_uring for MultiRead/ReadAsync only if
+// the program defines this; we do, and answer what the backend asked for
+// ("default" no, "default?io_uring=1" yes), so both references are named.
+extern "C" __attribute__((visibility("default"))) bool RocksDbIOUringEnable() {
+  return rxlab::g_rocksdb_io_uring_enable.load();
+}
+
+namespace {
+
+struct PyDatabase {
+  std::unique_ptr<Database> d;
+
+  Database& get() {
+    if (!d || d->closed()) throw rxlab::DbError("database is closed");
+    return *d;
+  }
+};
+
+py::dict SnapshotToDict(const rxlab::CounterSnapshot& s, const std::string& uri) {
+  py::dict out;
+  for (const auto& [k, v] : s.values) out[py::str(k)] = v;
+  out["threads"] = s.threads;
+  out["uri"] = uri;
+  py::list h;
+  for (const auto& [lo, c] : s.read_latency) h.append(py::make_tuple(lo, c));
+  out["read_latency_ns"] = h;
+  return out;
+}
+
+rocksdb::ReadOptions MakeReadOptions(bool async_io, bool verify_checksums, size_t readahead) {
+  rocksdb::ReadOptions ro;
+  ro.async_io = async_io;
+  ro.verify_checksums = verify_checksums;
+  ro.readahead_size = readahead;
+  return ro;
+}
+
+class PyIterator {
+ public:
+  PyIterator(std::shared_ptr<PyDatabase> db, rocksdb::Iterator* it) : db_(std::move(db)), it_(it) {}
+  void Seek(const std::string& k) {
+    py::gil_scoped_release nogil;
+    it_->Seek(k);
+  }
+  void SeekToFirst() {
+    py::gil_scoped_release nogil;
+    it_->SeekToFirst();
+  }
+  void SeekToLast() {
+    py::gil_scoped_release nogil;
+    it_->SeekToLast();
+  }
+  void SeekForPrev(const std::string& k) {
+    py::gil_scoped_release nogil;
+    it_->SeekForPrev(k);
+  }
+  void Next() {
+    py::gil_scoped_release nogil;
+    it_->Next();
+  }
+  void Prev() {
+    py::gil_scoped_release nogil;
+    it_->Prev();
+  }
+  bool Valid() const { return it_->Valid(); }
+  py::bytes Key() const { return py::bytes(it_->key().data(), it_->key().size()); }
+  py::bytes Value() const { return py::bytes(it_->value().data(), it_->value().size()); }
+  void Status() const { rxlab::Check(it_->status(), "iterator"); }
+  void Close() { it_.reset(); }
+
+ private:
+  std::shared_ptr<PyDatabase> db_;  // keeps the DB open while iterating
+  std::unique_ptr<rocksdb::Iterator> it_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "rxlab's compiled core: RocksDB on rxlab IO backends";
+  py::register_exception<rxlab::DbError>(m, "RocksDBError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const rxlab::InputError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+
+  m.attr("rocksdb_version") = std::to_string(ROCKSDB_MAJOR) + "." +
+                              std::to_string(ROCKSDB_MINOR) + "." + std::to_string(ROCKSDB_PATCH);
+#ifdef RXLAB_ROCKSDB_PATH
+  m.attr("rocksdb_build") = RXLAB_ROCKSDB_PATH;
+#endif
+
+  m.def("engines", [] {
+    py::list out;
+    for (const rxlab::EngineDef* e : rxlab::Engines()) {
+      py::dict d;
+      d["name"] = e->name;
+      d["help"] = e->help;
+      py::dict opts;
+      for (const auto* list : {&rxlab::CommonOptions(), &e->options})
+        for (const rxlab::OptionDef& o : *list) opts[o.name] = py::make_tuple(o.default_value, o.help);
+      d["options"] = opts;
+      out.append(d);
+    }
+    return out;
+  }, "The rxlab engines with their options: (default, help) by name.");
+
+  m.def("parse_uri", [](const std::string& uri) {
+    rxlab::Config cfg;
+    std::string err;
+    if (!rxlab::ParseUri(uri, &cfg, &err)) throw rxlab::InputError(err);
+    py::dict d;
+    d["engine"] = cfg.engine;
+    d["uri"] = cfg.Uri();
+    d["options"] = cfg.values;
+    return d;
+  }, py::arg("uri"), "Validate an rxlab URI; ValueError with a one-line reason if bad.");
+
+  py::class_<PyDatabase, std::shared_ptr<PyDatabase>>(m, "DB")
+      .def(py::init([](const std::string& path, const std::string& backend,
+                       const std::string& options, bool statistics) {
+             auto p = std::make_shared<PyDatabase>();
+             py::gil_scoped_release nogil;
+             p->d = std::make_unique<Database>(path, backend, options, statistics);
+             return p;
+           }),
+           py::arg("path"), py::arg("backend") = "posix", py::arg("options") = "",
+           py::arg("statistics") = false)
+      .def_property_readonly("path", [](PyDatabase& s) { return s.get().path(); })
+      .def_property_readonly("backend", [](PyDatabase& s) { return s.get().backend().spec; })
+      .def_property_readonly("closed", [](PyDatabase& s) { return !s.d || s.d->closed(); })
+      .def("put", [](PyDatabase& s, const std::string& k, const std::string& v, bool sync) {
+             auto& d = s.get();
+             rocksdb::WriteOptions wo;
+             wo.sync = sync;
+             py::gil_scoped_release nogil;
+             rxlab::Check(d.db()->Put(wo, k, v), "put");
+           }, py::arg("key"), py::arg("value"), py::arg("sync") = false)
+      .def("delete", [](PyDatabase& s, const std::string& k, bool sync) {
+             auto& d = s.get();
+             rocksdb::WriteOptions wo;
+             wo.sync = sync;
+             py::gil_scoped_release nogil;
+             rxlab::Check(d.db()->Delete(wo, k), "delete");
+           }, py::arg("key"), py::arg("sync") = false)
+      .def("get", [](PyDatabase& s, const std::string& k, bool verify_checksums) -> py::object {
+             auto& d = s.get();
+             std::string v;
+             rocksdb::Status st;
+             {
+               py::gil_scoped_release nogil;
+               st = d.db()->Get(MakeReadOptions(false, verify_checksums, 0), k, &v);
+             }
+             if (st.IsNotFound()) return py::none();
+             rxlab::Check(st, "get");
+             return py::bytes(v);
+           }, py::arg("key"), py::arg("verify_checksums") = true)
+      .def("multi_get", [](PyDatabase& s, const std::vector<std::string>& keys, bool async_io,
+                           bool optimize_multiget_for_io) {
+             auto& d = s.get();
+             size_t n = keys.size();
+             std::vector<rocksdb::Slice> ks(keys.begin(), keys.end());
+             std::vector<rocksdb::PinnableSlice> vals(n);
+             std::vector<rocksdb::Status> sts(n);
+             {
+               py::gil_scoped_release nogil;
+               auto ro = MakeReadOptions(async_io, true, 0);
+               ro.optimize_multiget_for_io = optimize_multiget_for_io;
+               d.db()->MultiGet(ro, d.db()->DefaultColumnFamily(), n, ks.data(), vals.data(),
+                                sts.data());
+             }
+             py::list out;
+             for (size_t i = 0; i < n; i++) {
+               if (sts[i].IsNotFound()) {
+                 out.append(py::none());
+               } else {
+                 rxlab::Check(sts[i], "multi_get");
+                 out.append(py::bytes(vals[i].data(), vals[i].size()));
+               }
+             }
+             return out;
+           }, py::arg("keys"), py::arg("async_io") = false,
+           py::arg("optimize_multiget_for_io") = true,
+           "Batched MultiGet. Without coroutines RocksDB 9 ignores async_io here.")
+      .def("scan", [](PyDatabase& s, py::object start, size_t count, bool reverse, bool async_io,
+                      size_t readahead_size) {
+             auto& d = s.get();
+             std::vector<std::pair<std::string, std::string>> rows;
+             {
+               std::string st = start.is_none() ? "" : start.cast<std::string>();
+               bool has_start = !start.is_none();
+               py::gil_scoped_release nogil;
+               std::unique_ptr<rocksdb::Iterator> it(
+                   d.db()->NewIterator(MakeReadOptions(async_io, true, readahead_size)));
+               if (reverse) {
+                 has_start ? it->SeekForPrev(st) : it->SeekToLast();
+               } else {
+                 has_start ? it->Seek(st) : it->SeekToFirst();
+               }
+               for (; it->Valid() && rows.size() < count; reverse ? it->Prev() : it->Next())
+                 rows.emplace_back(it->key().ToString(), it->value().ToString());
+               rxlab::Check(it->status(), "scan");
+             }
+             py::list out;
+             for (auto& [k, v] : rows) out.append(py::make_tuple(py::bytes(k), py::bytes(v)));
+             return out;
+           }, py::arg("start") = py::none(), py::arg("count") = static_cast<size_t>(-1),
+           py::arg("reverse") = false, py::arg("async_io") = false, py::arg("readahead_size") = 0,
+           "Up to `count` (key, value) pairs from `start` (or the first/last key).")
+      .def("iterator", [](std::shared_ptr<PyDatabase> s, bool async_io, size_t readahead_size) {
+             auto& d = s->get();
+             return std::make_unique<PyIterator>(
+                 s, d.db()->NewIterator(MakeReadOptions(async_io, true, readahead_size)));
+           }, py::arg("async_io") = false, py::arg("readahead_size") = 0)
+      .def("flush", [](PyDatabase& s, bool wait) {
+             auto& d = s.get();
+             rocksdb::FlushOptions fo;
+             fo.wait = wait;
+             py::gil_scoped_release nogil;
+             rxlab::Check(d.db()->Flush(fo), "flush");
+           }, py::arg("wait") = true)
+      .def("compact", [](PyDatabase& s) {
+             auto& d = s.get();
+             rocksdb::CompactRangeOptions co;
+             co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+             py::gil_scoped_release nogil;
+             rxlab::Check(d.db()->CompactRange(co, nullptr, nullptr), "compact");
+           }, "Compact the whole key range into the last level.")
+      .def("wait_for_compaction", [](PyDatabase& s) {
+             auto& d = s.get();
+             py::gil_scoped_release nogil;
+             rxlab::Check(d.db()->WaitForCompact(rocksdb::WaitForCompactOptions()), "wait_for_compaction");
+           })
+      .def("property", [](PyDatabase& s, const std::string& name) -> py::object {
+             std::string v;
+             if (!s.get().db()->GetProperty(name, &v)) return py::none();
+             return py::str(v);
+           }, py::arg("name"))
+      .def("statistics", [](PyDatabase& s) {
+             py::dict out;
+             auto* st = s.get().statistics();
+             if (!st) return out;
+             for (const auto& [id, name] : rocksdb::TickersNameMap) out[py::str(name)] = st->getTickerCount(id);
+             return out;
+           }, "RocksDB Statistics tickers (empty unless opened with statistics=True).")
+      .def("options", [](PyDatabase& s) {
+             const auto& o = s.get().options();
+             py::dict out;
+             out["use_direct_reads"] = o.use_direct_reads;
+             out["use_direct_io_for_flush_and_compaction"] = o.use_direct_io_for_flush_and_compaction;
+             out["write_buffer_size"] = o.write_buffer_size;
+             out["compaction_readahead_size"] = o.compaction_readahead_size;
+             return out;
+           })
+      .def("counters", [](PyDatabase& s) -> py::dict {
+             auto& d = s.get();
+             if (!d.backend().rxfs) {
+               py::dict out;
+               out["uri"] = d.backend().spec;
+               return out;
+             }
+             return SnapshotToDict(d.backend().rxfs->Counters(), d.backend().rxfs->uri());
+           }, "Snapshot of the backend's counters (the default backend has none).")
+      .def("reset_counters", [](PyDatabase& s) {
+             if (auto& fs = s.get().backend().rxfs) fs->ResetCounters();
+           })
+      .def("close", [](PyDatabase& s) {
+             if (!s.d) return;
+             py::gil_scoped_release nogil;
+             s.d->Close();
+           })
+      .def("__enter__", [](std::shared_ptr<PyDatabase> s) { return s; })
+      .def("__exit__", [](PyDatabase& s, py::object, py::object, py::object) {
+             if (!s.d) return;
+             py::gil_scoped_release nogil;
+             s.d->Close();
+           });
+
+  py::class_<PyIterator>(m, "Iterator")
+      .def("seek", &PyIterator::Seek)
+      .def("seek_to_first", &PyIterator::SeekToFirst)
+      .def("seek_to_last", &PyIterator::SeekToLast)
+      .def("seek_for_prev", &PyIterator::SeekForPrev)
+      .def("next", &PyIterator::Next)
+      .def("prev", &PyIterator::Prev)
+      .def("valid", &PyIterator::Valid)
+      .def("key", &PyIterator::Key)
+      .def("value", &PyIterator::Value)
+      .def("status", &PyIterator::Status)
+      .def("close", &PyIterator::Close);
+}

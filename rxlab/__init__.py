@@ -1,0 +1,22 @@
+"""rxlab: a research workbench for RocksDB IO performance.
+
+The compiled core (`rxlab._core`) opens RocksDB on rxlab's IO backends; the
+Python modules around it run, store, model and plot measurements.
+"""
+from ._core import DB, Iterator, RocksDBError, engines, parse_uri, rocksdb_version
+
+__version__ = "0.1.0"
+
+__all__ = ["DB", "Iterator", "RocksDBError", "__version__", "engines", "open", "parse_uri",
+           "rocksdb_version"]
+
+
+def open(path, backend="posix", options="", statistics=False):  # noqa: A001
+    """Open (creating if missing) a RocksDB database at `path` on `backend`.
+
+    backend: "default" (RocksDB's own file system), "default?io_uring=1", or
+    an rxlab engine URI such as "posix", "io_uring?registered_files=1".
+    options: RocksDB's option string, e.g.
+    "use_direct_reads=true;block_based_table_factory={block_size=8192}".
+    """
+    return DB(str(path), backend, options, statistics)
