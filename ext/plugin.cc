@@ -2,9 +2,8 @@
 // registry when it is loaded, so the db_bench of the same RocksDB build runs
 // on them without a rebuild:
 //   LD_PRELOAD=$(rxlab plugin-path) db_bench --fs_uri=rxlab://io_uring ...
-// Options: --fs_uri=id=rxlab://io_uring?sqpoll=1 (RocksDB reads a value with
-// '=' as an option map, so the URI goes under the id key). Counters are
-// written as JSON at exit to counters_path= or $RXLAB_COUNTERS.
+// Options go in the URI: --fs_uri='rxlab://io_uring?registered_files=1'.
+// Counters are written as JSON at exit to counters_path= or $RXLAB_COUNTERS.
 #include <rocksdb/utilities/object_registry.h>
 
 #include <cstdio>

@@ -1,0 +1,43 @@
+# The two commands of the README:
+#   make setup   install what is missing, build RocksDB, create .venv, run the main job (small)
+#   make test    the same set-up when missing, then the whole test suite
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+SCALE  ?= small
+PYTEST_ARGS ?=
+
+.PHONY: setup test deps rocksdb venv ext main bench clean
+
+setup: ext main
+
+test: ext
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+deps:
+	@bash .ci/deps.sh
+
+rocksdb: deps
+	@$(PYTHON) rxlab/builds.py build >/dev/null
+
+$(VENV)/.deps: pyproject.toml | deps
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.12" ninja cmake
+	touch $@
+
+venv: $(VENV)/.deps
+
+# (Re)build the extension and the plugin against the RocksDB build; ninja
+# makes this a no-op when nothing changed.
+ext: rocksdb venv
+	$(PY) -m pip install -q --no-build-isolation -e ".[test,lab]"
+
+main:
+	$(VENV)/bin/rxlab compare --scale $(SCALE)
+
+bench: ext
+	$(VENV)/bin/rxlab bench-backends
+
+clean:
+	rm -rf build $(VENV)

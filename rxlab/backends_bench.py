@@ -1,0 +1,202 @@
+"""The backends benchmark: the release db_bench through the rxlab plugin.
+
+One DB of at least 2 GiB (8 KiB blocks, block_align, no compression, O_DIRECT
+reads, 8 MiB block cache) compacted into a single SST file, so that a
+MultiGet batch lands in one file; a second DB without block_align for scans
+(block_align pads blocks, which breaks RocksDB's sequential-read check and
+so its auto readahead). Every configuration is alternated with the others
+and repeated; targets are judged on the medians, and the spread is printed.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from . import refs
+from .builds import active_build
+
+KEY_SIZE = 16
+VALUE_SIZE = 400
+
+COMMON = {
+    "key_size": KEY_SIZE,
+    "value_size": VALUE_SIZE,
+    "block_size": 8192,
+    "compression_type": "none",
+    "cache_size": 8 << 20,
+    "bloom_bits": 10,
+    "use_direct_reads": "true",
+    "use_direct_io_for_flush_and_compaction": "true",
+    "target_file_size_base": 64 << 30,  # compact into one SST file
+    "max_bytes_for_level_base": 64 << 30,
+    "histogram": 1,
+    "seed": 42,
+}
+
+READ_CONFIGS = {
+    "default": None,
+    "posix": "rxlab://posix",
+    "libaio": "rxlab://libaio",
+    "io_uring": "rxlab://io_uring",
+    "io_uring+reg+fixed": "rxlab://io_uring?registered_files=1&fixed_buffers=1",
+}
+# db_bench defines RocksDbIOUringEnable() as --io_uring_enabled (default true):
+# "default" batches MultiRead through io_uring there; false gives a pread loop.
+MULTIREAD_CONFIGS = {
+    "default (io_uring on)": (None, {"io_uring_enabled": "true"}),
+    "default (io_uring off)": (None, {"io_uring_enabled": "false"}),
+    "posix": ("rxlab://posix", {}),
+    "libaio": ("rxlab://libaio", {}),
+    "io_uring": ("rxlab://io_uring", {}),
+}
+SEEK_CONFIGS = {
+    f"{name} async_io={a}": (uri, {"async_io": a, "io_uring_enabled": "true"})
+    for name, uri in (("default", None), ("posix", "rxlab://posix"), ("io_uring", "rxlab://io_uring"))
+    for a in ("false", "true")
+}
+COUNTER_CONFIGS = {
+    "posix counters=1": "rxlab://posix",
+    "posix counters=0": "rxlab://posix?counters=0",
+    "io_uring counters=1": "rxlab://io_uring",
+    "io_uring counters=0": "rxlab://io_uring?counters=0",
+}
+
+
+def plugin_path() -> Path:
+    """The plugin library installed beside the compiled module."""
+    from . import _core
+
+    here = Path(_core.__file__).resolve().parent
+    for cand in [here / "librxlab_plugin.so", *sorted((here.parent / "build").glob("*/librxlab_plugin.so"))]:
+        if cand.is_file():
+            return cand
+    raise FileNotFoundError("librxlab_plugin.so not found next to rxlab/_core: run `make ext`")
+
+
+@dataclass
+class Bench:
+    root: Path
+    size_gib: float = 2.2
+    duration: int = 10
+    repeats: int = 3
+    quiet: bool = False
+    rows: list[dict] = field(default_factory=list)
+
+    @property
+    def num(self) -> int:
+        return int(self.size_gib * 2**30 / (KEY_SIZE + VALUE_SIZE))
+
+    def log(self, msg: str) -> None:
+        if not self.quiet:
+            print(msg, file=sys.stderr, flush=True)
+
+    def run(self, db: Path, benchmarks: str, fs_uri: str | None, extra: dict | None = None,
+            threads: int = 1) -> dict:
+        flags = {**COMMON, "db": str(db), "benchmarks": benchmarks, "use_existing_db": 1,
+                 "threads": threads, "duration": self.duration, "num": self.num, **(extra or {})}
+        env = {}
+        if fs_uri:
+            flags["fs_uri"] = fs_uri
+            env["LD_PRELOAD"] = str(plugin_path())
+        rows = refs.run_db_bench(active_build() / "bin" / "db_bench", flags, env=env)
+        return rows[-1]
+
+    def load(self, db: Path, block_align: bool, size_gib: float) -> None:
+        marker = db / "rxlab-loaded"
+        want = f"num={int(size_gib * 2**30 / (KEY_SIZE + VALUE_SIZE))} block_align={block_align}"
+        if marker.is_file() and marker.read_text() == want:
+            self.log(f"reusing {db} ({want})")
+            return
+        shutil.rmtree(db, ignore_errors=True)
+        db.mkdir(parents=True)
+        self.log(f"loading {db} ({want}) with db_bench fillseq + compact ...")
+        t = time.time()
+        num = int(size_gib * 2**30 / (KEY_SIZE + VALUE_SIZE))
+        flags = {**COMMON, "db": str(db), "benchmarks": "fillseq,compact", "num": num,
+                 "use_existing_db": 0, "block_align": str(block_align).lower(),
+                 "disable_wal": "true", "write_buffer_size": 256 << 20}
+        flags.pop("histogram")
+        refs.run_db_bench(active_build() / "bin" / "db_bench", flags)
+        ssts = list(db.glob("*.sst"))
+        size = sum(f.stat().st_size for f in ssts)
+        self.log(f"  loaded in {time.time() - t:.0f} s: {len(ssts)} SST file(s), {size / 2**30:.2f} GiB")
+        marker.write_text(want)
+
+    def record(self, section: str, config: str, rep: int, row: dict, threads: int = 1) -> None:
+        ops = row.get("ops") or 0
+        rec = {"section": section, "config": config, "threads": threads, "rep": rep,
+               "qps": row.get("qps"), "ops": ops,
+               "usPer": 1e6 * row.get("cpu_user_s", float("nan")) / ops if ops else float("nan"),
+               "syPer": 1e6 * row.get("cpu_sys_s", float("nan")) / ops if ops else float("nan"),
+               "p50_us": row.get("p50_us"), "p99_us": row.get("p99_us"),
+               "iops": (row.get("disk_reads") or 0) / row["wall_s"] if row.get("wall_s") else float("nan")}
+        rec["cpuPer"] = rec["usPer"] + rec["syPer"]
+        self.rows.append(rec)
+        self.log(f"  {section:14} {config:26} t={threads} rep {rep}: {rec['qps']:>9.0f} ops/s, "
+                 f"cpu {rec['cpuPer']:6.1f} us/op")
+
+    def main(self) -> pd.DataFrame:
+        main_db, seek_db = self.root / "db-aligned", self.root / "db-scan"
+        self.load(main_db, True, self.size_gib)
+        self.load(seek_db, False, min(self.size_gib, 1.0))
+        for rep in range(self.repeats):
+            for threads in (1, 2):
+                for name, uri in READ_CONFIGS.items():
+                    self.record("readrandom", name, rep, self.run(main_db, "readrandom", uri, threads=threads),
+                                threads)
+            for name, (uri, extra) in MULTIREAD_CONFIGS.items():
+                row = self.run(main_db, "multireadrandom", uri,
+                               {"multiread_batched": "true", "batch_size": 16, **extra})
+                self.record("multireadrandom", name, rep, row)
+            for name, (uri, extra) in SEEK_CONFIGS.items():
+                row = self.run(seek_db, "seekrandom", uri, {"seek_nexts": 1000, **extra})
+                self.record("seekrandom", name, rep, row)
+            for name, uri in COUNTER_CONFIGS.items():
+                self.record("counters", name, rep, self.run(main_db, "readrandom", uri))
+        return pd.DataFrame(self.rows)
+
+
+def summarize(df: pd.DataFrame) -> str:
+    """Medians with the spread (min..max), and the issue's targets judged on medians."""
+    out = []
+    g = df.groupby(["section", "config", "threads"], sort=False)
+    med = g[["qps", "cpuPer", "usPer", "syPer", "p99_us"]].median()
+    lo, hi = g["qps"].min(), g["qps"].max()
+    table = med.assign(qps_min=lo, qps_max=hi, n=g.size()).reset_index()
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        out.append(table.round(1).to_string(index=False))
+
+    def m(section, config, threads=1, col="qps"):
+        return float(med.loc[(section, config, threads), col])
+
+    out.append("\ntargets (medians):")
+    for t in (1, 2):
+        d, p = m("readrandom", "default", t, "cpuPer"), m("readrandom", "posix", t, "cpuPer")
+        out.append(f"  readrandom t={t}: posix CPU/op {p:.1f} us vs default {d:.1f} us: "
+                   f"{100 * (p / d - 1):+.1f}% (target within 3%) {'MET' if abs(p / d - 1) <= 0.03 else 'MISSED'}")
+    px = m("multireadrandom", "posix")
+    dflt = m("multireadrandom", "default (io_uring on)")
+    for e in ("io_uring", "libaio"):
+        v = m("multireadrandom", e)
+        out.append(f"  multireadrandom: {e} {v:.0f} ops/s = {v / px:.2f}x posix (target >= 1.5x) "
+                   f"{'MET' if v / px >= 1.5 else 'MISSED'}; {v / dflt:.2f}x default with io_uring "
+                   f"(target >= 1.0) {'MET' if v / dflt >= 1.0 else 'MISSED'}")
+    for e in ("io_uring", "posix", "default"):
+        on, off = m("seekrandom", f"{e} async_io=true"), m("seekrandom", f"{e} async_io=false")
+        out.append(f"  seekrandom {e}: async_io on {on:.0f} vs off {off:.0f} ops/s: {100 * (on / off - 1):+.1f}%")
+    for e in ("posix", "io_uring"):
+        on, off = m("counters", f"{e} counters=1"), m("counters", f"{e} counters=0")
+        out.append(f"  counters {e}: on {on:.0f} vs off {off:.0f} ops/s: {100 * (on / off - 1):+.1f}% "
+                   f"(target within 2%) {'MET' if abs(on / off - 1) <= 0.02 else 'MISSED'}")
+    return "\n".join(out)
+
+
+def default_root() -> Path:
+    return Path(os.environ.get("RXLAB_BENCH_DIR", Path(__file__).resolve().parent.parent / "data" / "bench"))
