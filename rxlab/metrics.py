@@ -67,7 +67,7 @@ def percentile_column(p: float) -> str:
     return f"p{p:g}_us"
 
 
-PERCENTILE_COLUMNS = tuple(percentile_column(p) for p in PERCENTILES) + ("max_us",)
+PERCENTILE_COLUMNS = (*(percentile_column(p) for p in PERCENTILES), "max_us")
 
 
 def _frame(rows) -> pd.DataFrame:

@@ -17,8 +17,9 @@ sampled every ``sample_interval`` seconds and interpolated linearly at the
 window edges.
 
 CPU. fio's usr_cpu/sys_cpu are percentages of the job's runtime, measured by
-each job after the ramp (fio resets its rusage baseline when the ramp ends),
-so CPU seconds = pct / 100 * job_runtime. For db_bench the process CPU of
+each job after the ramp (fio resets its rusage baseline when the ramp ends;
+checked here against getrusage of the whole invocation), so CPU seconds =
+pct / 100 * job_runtime. For db_bench the process CPU of
 each benchmark comes from /proc/PID/stat samples (USER_HZ ticks, 10 ms
 resolution here): use steps of a few seconds for CPU per op. The whole
 invocation's CPU from getrusage(RUSAGE_CHILDREN) is kept beside it as a check.
@@ -26,10 +27,18 @@ invocation's CPU from getrusage(RUSAGE_CHILDREN) is kept beside it as a check.
 db_bench's ``micros/op`` is thread time per op (the sum over threads of each
 thread's elapsed time, divided by ops), while ``ops/sec`` is ops over wall
 time: with N threads they differ by N. Both are kept
-(``micros_per_op_thread``, ``qps``) and ``wall_s = ops / qps``.
+(``micros_per_op_thread``, ``qps``) and ``wall_s = ops / qps`` (the printed
+seconds instead when the integer ops/sec is too coarse, e.g. compact).
+
+Shared machines. /proc/diskstats is device-wide: another process's IO in
+the window counts as the tool's. Every row records the device's activity
+just before and after the tool ran (``bg_*``), and db_bench rows also carry
+its own storage transfers from /proc/PID/io (``own_read_bytes``), which
+nobody else can inflate.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -75,6 +84,10 @@ class Sampler:
             p = sysinfo.proc_pid_cpu(self.pid)
             if p is not None:
                 s.update({f"proc.{k}": v for k, v in p.items()})
+            io = sysinfo.proc_pid_io(self.pid)
+            if io is not None:
+                s["proc.read_bytes"] = io.get("read_bytes", 0)
+                s["proc.write_bytes"] = io.get("write_bytes", 0)
         self.samples.append((t, s))
 
     def _loop(self) -> None:
@@ -100,28 +113,38 @@ class Sampler:
         self.stop()
 
     # -- reading
+    def _all_series(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per-key (times, values), built once per new batch of samples."""
+        n = len(self.samples)
+        cached = getattr(self, "_cache", None)
+        if cached is not None and cached[0] == n:
+            return cached[1]
+        cols: dict[str, tuple[list, list]] = {}
+        for t, smp in self.samples[:n]:
+            for k, v in smp.items():
+                ts, vs = cols.setdefault(k, ([], []))
+                ts.append(t)
+                vs.append(v)
+        out = {}
+        for k, (ts, vs) in cols.items():
+            v = np.asarray(vs, dtype="float64")
+            if k.startswith("disk.") and k.endswith("_ms") and len(v) > 1:
+                # 32-bit millisecond counters: unwrap before interpolating
+                v = v + np.concatenate([[0], np.cumsum(np.diff(v) < 0)]) * 2.0**32
+            out[k] = (np.asarray(ts), v)
+        self._cache = (n, out)
+        return out
+
     def _series(self, key: str) -> tuple[np.ndarray, np.ndarray]:
-        pts = [(t, s[key]) for t, s in self.samples if key in s]
-        if not pts:
-            return np.array([]), np.array([])
-        t, v = zip(*pts)
-        v = np.asarray(v, dtype="float64")
-        if key.startswith("disk.") and key.endswith("_ms"):
-            # 32-bit millisecond counters: unwrap before interpolating
-            v = v + np.concatenate([[0], np.cumsum(np.diff(v) < 0)]) * 2.0**32
-        return np.asarray(t), v
+        return self._all_series().get(key, (np.array([]), np.array([])))
 
     def keys(self) -> list[str]:
-        seen: dict[str, None] = {}
-        for _, s in self.samples:
-            seen.update(dict.fromkeys(s))
-        return list(seen)
+        return list(self._all_series())
 
     def at(self, t: float) -> dict:
         """Counters interpolated at time t (NaN outside the sampled span of a key)."""
         out = {}
-        for k in self.keys():
-            ts, v = self._series(k)
+        for k, (ts, v) in self._all_series().items():
             if len(ts) == 0 or t < ts[0] - self.interval or t > ts[-1] + self.interval:
                 out[k] = float("nan")
             else:
@@ -148,12 +171,12 @@ class Sampler:
     def timeseries(self, t0: float, t1: float, period: float = 1.0) -> list[dict]:
         """Per-period increases in [t0, t1], for warm-up and burst plots."""
         rows = []
-        edges = list(np.arange(t0, t1, period)) + [t1]
-        for a, b in zip(edges[:-1], edges[1:]):
+        edges = [*np.arange(t0, t1, period), t1]
+        for a, b in itertools.pairwise(edges):
             if b - a < period / 4 and rows:
                 break
             d = self.window(a, b)
-            row = {"t_s": round(a - t0, 6), "dt_s": b - a}
+            row = {"t_s": round(float(a - t0), 6), "dt_s": float(b - a)}
             row.update({_ts_name(k): v for k, v in d.items() if _ts_name(k)})
             rows.append(row)
         return rows
@@ -183,6 +206,29 @@ def _disk_columns(d: Mapping | None) -> dict:
     for n in ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"):
         out[f"sys_{n}_s"] = d.get(f"sys.{n}", float("nan")) if d else float("nan")
     return out
+
+
+def _background(sampler: Sampler, seconds: float, prefix: str = "bg") -> dict:
+    """Device activity of everybody else during `seconds` before the tool starts.
+
+    The device counters are device-wide: another process's IO in the window
+    is counted as ours. This rate, recorded beside each row, says how much
+    to trust iops/reqsz/io.lat on a shared machine (0 on a quiet one).
+    """
+    nan = float("nan")
+    if seconds <= 0 or sampler.disk is None:
+        return {f"{prefix}_s": 0.0, f"{prefix}_disk_reads_per_s": nan,
+                f"{prefix}_disk_read_sectors_per_s": nan, f"{prefix}_disk_writes_per_s": nan}
+    sampler.sample()
+    t0 = time.time()
+    time.sleep(seconds)
+    t1 = time.time()
+    sampler.sample()
+    w = sampler.window(t0, t1)
+    dt = t1 - t0
+    return {f"{prefix}_s": dt, f"{prefix}_disk_reads_per_s": w["disk.reads"] / dt,
+            f"{prefix}_disk_read_sectors_per_s": w["disk.read_sectors"] / dt,
+            f"{prefix}_disk_writes_per_s": w["disk.writes"] / dt}
 
 
 def _device(path: str | os.PathLike) -> sysinfo.DeviceInfo:
@@ -232,7 +278,8 @@ def fio_percentiles(bins: Mapping[int, int], percentiles=PERCENTILES) -> dict[fl
 
 
 def _fio_hist(bins: Mapping) -> list[tuple[float, int]]:
-    return [(fio_bin_upper_ns(int(v)) / 1000.0, int(c)) for v, c in sorted(bins.items(), key=lambda x: int(x[0]))]
+    items = sorted((int(v), int(c)) for v, c in bins.items())
+    return [(fio_bin_upper_ns(v) / 1000.0, c) for v, c in items]
 
 
 def _ddir(job: dict, rw: str | None) -> str:
@@ -373,7 +420,7 @@ def layout_file(filename: str | os.PathLike, size: str | int, fio: str = "fio") 
     p.parent.mkdir(parents=True, exist_ok=True)
     cmd = [fio, "--name=layout", f"--filename={p}", f"--size={nbytes}", "--rw=write", "--bs=1m",
            "--direct=1", "--ioengine=sync", "--end_fsync=1", "--output-format=json"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if r.returncode != 0:
         raise RuntimeError(f"fio layout of {p} failed (exit {r.returncode}): {r.stderr.strip()[-500:]}")
     return True
@@ -396,13 +443,18 @@ def fio_command(filename, rw="randread", bs="8k", size="2g", direct=1, ioengine=
 
 def run_fio(filename, rw="randread", bs="8k", size="2g", direct=1, ioengine="sync", iodepth=1,
             numjobs=1, runtime=10, ramp_time=1, extra=None, *, name=None, time_based=True,
-            layout=True, json_out=None, sample_interval=0.02, fio="fio") -> list[dict]:
+            layout=True, json_out=None, sample_interval=0.02, background_s=0.3,
+            fio="fio") -> list[dict]:
     """Run real fio and return its rows (one per job, then 'total') in the step schema.
 
     The total row carries the device counters of the file's disk over the
     measured window (per-job rows cannot: the device is shared) and the
     whole invocation's CPU from getrusage of the children. ``json_out``
-    keeps fio's raw JSON (to attach to a run).
+    keeps fio's raw JSON (to attach to a run). Every row records the
+    device's background activity in the ``background_s`` before fio started
+    and after it ended (``bg_disk_*_per_s``, ``bg_after_disk_*_per_s``): the
+    device counters are device-wide, so another process's IO during the
+    window would be counted as fio's.
     """
     if shutil.which(fio) is None:
         raise FileNotFoundError(f"fio not found ({fio}): apt-get install fio")
@@ -415,12 +467,15 @@ def run_fio(filename, rw="randread", bs="8k", size="2g", direct=1, ioengine="syn
                           extra, name=name, time_based=time_based, output=out, fio=fio)
         ru0 = sysinfo.rusage()
         with Sampler(dev.disk, interval=sample_interval) as sampler:
+            bg = _background(sampler, background_s)
             t_start = time.time()
-            r = subprocess.run(cmd, capture_output=True, text=True)
+            r = subprocess.run(cmd, capture_output=True, text=True, check=False)
             t_end = time.time()
+            bg.update(_background(sampler, background_s, "bg_after"))
         ru = sysinfo.rusage_delta(ru0, sysinfo.rusage())
         if r.returncode != 0:
-            raise RuntimeError(f"fio failed (exit {r.returncode}): {shlex.join(cmd)}\n{r.stderr.strip()[-2000:]}")
+            raise RuntimeError(f"fio failed (exit {r.returncode}): {shlex.join(cmd)}\n"
+                               f"{r.stderr.strip()[-2000:]}")
         text = out.read_text()
     rows = parse_fio_json(text, rw)
     total = rows[-1]
@@ -437,6 +492,7 @@ def run_fio(filename, rw="randread", bs="8k", size="2g", direct=1, ioengine="syn
               "command": shlex.join(cmd)}
     for row in rows:
         row.update(config)
+        row.update(bg)
         if row is total:
             row.update(_disk_columns(window if dev.disk else None))
             row["window_end_source"] = "device activity" if active_end is not None else "fio timestamp"
@@ -471,7 +527,9 @@ def parse_db_bench(text: str) -> list[dict]:
 
     Each row: name, ops, qps (ops/sec, wall clock), micros_per_op_thread
     (db_bench's micros/op: thread time per op), db_bench_seconds (elapsed,
-    printed to 1 ms), wall_s = ops / qps, found / found_of, mb_per_s, and
+    printed to 1 ms), wall_s = ops / qps (or the printed seconds when the
+    integer ops/sec is the coarser of the two: ``wall_s_from``), found /
+    found_of, mb_per_s, and
     with --histogram=1 the latency histogram of each op type (``histograms``)
     with count, mean, stddev, min, max and P50..P99.99 (columns
     ``p50_us``... for the op with the most samples, ``<op>.p50_us``... for
@@ -498,12 +556,17 @@ def parse_db_bench(text: str) -> list[dict]:
         if m:
             hist_op = None
             in_stats = False
-            ops, qps = int(m.group("ops")), int(m.group("qps"))
+            ops, qps, secs = int(m.group("ops")), int(m.group("qps")), float(m.group("secs"))
             extra = m.group("extra").strip()
+            # ops/sec is printed truncated to an integer, seconds to 1 ms: take
+            # ops / qps unless the truncation costs more than the rounding
+            # (slow single-op steps such as compact: "0 ops/sec")
+            by_qps = qps > 0 and (secs == 0 or 1 / qps <= 0.0005 / secs)
             row = {"name": m.group("name"), "source": "db_bench", "ops": ops, "qps": qps,
                    "micros_per_op_thread": float(m.group("micros")),
-                   "db_bench_seconds": float(m.group("secs")),
-                   "wall_s": ops / qps if qps else float(m.group("secs")),
+                   "db_bench_seconds": secs,
+                   "wall_s": ops / qps if by_qps else secs,
+                   "wall_s_from": "ops/qps" if by_qps else "seconds",
                    "message": extra}
             fm = _FOUND_RE.search(extra)
             if fm:
@@ -583,9 +646,8 @@ def _flag_list(flags) -> list[str]:
     if isinstance(flags, Mapping):
         out = []
         for k, v in flags.items():
-            if isinstance(v, bool):
-                v = "true" if v else "false"
-            out.append(f"--{k}={v}")
+            val = ("true" if v else "false") if isinstance(v, bool) else v
+            out.append(f"--{k}={val}")
         return out
     if isinstance(flags, str):
         return shlex.split(flags)
@@ -601,13 +663,18 @@ def _flag_value(args: Sequence[str], name: str) -> str | None:
 
 
 def run_db_bench(db_bench, flags, env=None, *, timeout: float | None = None,
-                 sample_interval: float = 0.02, log_path=None) -> list[dict]:
+                 sample_interval: float = 0.02, background_s: float = 0.3,
+                 log_path=None) -> list[dict]:
     """Run db_bench with `flags` (dict or list of --flag=value) and return its rows.
 
     Each row gets its benchmark's own window of device counters (from the DB
     path's disk), system CPU and db_bench's process CPU, plus the whole
     invocation's CPU (``invocation.*``, getrusage of the child) as a check.
-    ``log_path`` keeps the full stdout and stderr.
+    ``log_path`` keeps the full stdout and stderr. ``bg_disk_*_per_s`` and
+    ``bg_after_disk_*_per_s`` are the device's activity in the ``background_s``
+    before db_bench started and after it ended; ``own_read_bytes`` and
+    ``own_write_bytes`` are db_bench's own storage transfers from
+    /proc/PID/io, which other processes cannot inflate.
     """
     db_bench = Path(db_bench)
     if not db_bench.is_file():
@@ -625,24 +692,30 @@ def run_db_bench(db_bench, flags, env=None, *, timeout: float | None = None,
     with tempfile.TemporaryFile("w+") as err:
         sampler = Sampler(dev.disk, interval=sample_interval)
         sampler.start()
+        bg = _background(sampler, background_s)
         t0 = time.time()
         try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=full_env)
-            sampler.pid = proc.pid
-            assert proc.stdout is not None
-            watchdog = threading.Timer(timeout, proc.kill) if timeout is not None else None
-            if watchdog is not None:
-                watchdog.start()
-            for line in proc.stdout:
-                lines.append((time.time(), line))
-            rc = proc.wait()
-            if watchdog is not None:
-                watchdog.cancel()
-                if rc == -9 and time.time() - t0 >= timeout:
-                    raise TimeoutError(f"db_bench exceeded {timeout} s and was killed: {shlex.join(cmd)}")
+            with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
+                                  env=full_env) as proc:
+                sampler.pid = proc.pid
+                assert proc.stdout is not None
+                watchdog = threading.Timer(timeout, proc.kill) if timeout is not None else None
+                if watchdog is not None:
+                    watchdog.start()
+                try:
+                    for line in proc.stdout:
+                        lines.append((time.time(), line))
+                    rc = proc.wait()
+                finally:
+                    if watchdog is not None:
+                        watchdog.cancel()
+            if watchdog is not None and rc == -9 and time.time() - t0 >= timeout:
+                raise TimeoutError(f"db_bench exceeded {timeout} s and was killed: {shlex.join(cmd)}")
+            t1 = time.time()
+            if rc == 0:
+                bg.update(_background(sampler, background_s, "bg_after"))
         finally:
             sampler.stop()
-        t1 = time.time()
         err.seek(0)
         stderr = err.read()
     ru = sysinfo.rusage_delta(ru0, sysinfo.rusage())
@@ -653,16 +726,25 @@ def run_db_bench(db_bench, flags, env=None, *, timeout: float | None = None,
         tail = (stderr.strip() or stdout.strip())[-2000:]
         raise RuntimeError(f"db_bench failed (exit {rc}): {shlex.join(cmd)}\n{tail}")
     rows = parse_db_bench(stdout)
+    vm = re.search(r"^RocksDB:\s+version (\S+)", stderr, re.M)  # db_bench prints its header to stderr
+    for row in rows:
+        if row.get("rocksdb_version") is None and vm:
+            row["rocksdb_version"] = vm.group(1)
     result_times = [t for t, line in lines if _RESULT_RE.match(line.rstrip())]
-    for row, t_line in zip(rows, result_times):
+    for row, t_line in zip(rows, result_times, strict=True):
         w0, w1 = t_line - row["wall_s"], t_line
         w = sampler.window(w0, w1)
         row.update(_disk_columns(w if dev.disk else None))
         row["cpu_user_s"] = w.get("proc.user_s", float("nan"))
         row["cpu_sys_s"] = w.get("proc.sys_s", float("nan"))
         row["cpu_source"] = "/proc/pid/stat ticks"
+        # db_bench's own storage transfers (not polluted by other processes, unlike disk_*)
+        row["own_read_bytes"] = w.get("proc.read_bytes", float("nan"))
+        row["own_write_bytes"] = w.get("proc.write_bytes", float("nan"))
+        row.update(bg)
         row["timeseries"] = sampler.timeseries(w0, w1)
         row.update({"invocation.cpu_user_s": ru["children_user_s"],
                     "invocation.cpu_sys_s": ru["children_sys_s"], "invocation.wall_s": t1 - t0,
-                    "db": db, "device": dev.disk, "command": shlex.join(cmd[2:] if cmd[0] == "stdbuf" else cmd)})
+                    "db": db, "device": dev.disk,
+                    "command": shlex.join(cmd[2:] if cmd[0] == "stdbuf" else cmd)})
     return rows

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
+import math
 import os
 import re
 import secrets
@@ -129,7 +130,7 @@ def _table(rows: list[dict]) -> pa.Table:
     df = pd.DataFrame(rows)
     for c in df.columns:
         if df[c].dtype == object:
-            kinds = {type(v) for v in df[c] if v is not None and not (isinstance(v, float) and v != v)}
+            kinds = {type(v) for v in df[c] if v is not None and not (isinstance(v, float) and math.isnan(v))}
             if len(kinds) > 1 and kinds <= {int, float, bool}:
                 df[c] = pd.to_numeric(df[c].map(lambda v: v if v is not None else float("nan")),
                                       errors="coerce").astype("float64")
@@ -406,9 +407,7 @@ def load_run(run, root: str | os.PathLike | None = None) -> Run:
 def _scalar_items(d: Mapping, prefix: str) -> dict:
     out = {}
     for k, v in flatten(d, prefix).items():
-        if isinstance(v, (list, tuple)):
-            v = json.dumps(v, default=str)
-        out[k] = v
+        out[k] = json.dumps(v, default=str) if isinstance(v, (list, tuple)) else v
     return out
 
 
@@ -449,7 +448,9 @@ def catalog(root: str | os.PathLike | None = None, runs: Iterable | None = None)
     """
     root = Path(root) if root is not None else default_root()
     if runs is None:
-        dirs = sorted(d for d in root.iterdir() if is_complete(d)) if root.is_dir() else []
+        dirs = [d for d in root.iterdir() if is_complete(d)] if root.is_dir() else []
+        # run ids sort by second; within a second, by start time
+        dirs.sort(key=lambda d: ((_read_meta(d) or {}).get("started_utc") or "", d.name))
     else:
         dirs = []
         for r in runs:

@@ -116,10 +116,9 @@ def mount_for_path(path: str | os.PathLike) -> dict:
     best, best_len = None, -1
     for m in mounts():
         mp = m["mount_point"]
-        if p == mp or p.startswith(mp.rstrip("/") + "/") or mp == "/":
-            # later entries in mountinfo shadow earlier ones at the same point
-            if len(mp) >= best_len:
-                best, best_len = m, len(mp)
+        # later entries in mountinfo shadow earlier ones at the same point: >=
+        if (p == mp or p.startswith(mp.rstrip("/") + "/")) and len(mp) >= best_len:
+            best, best_len = m, len(mp)
     if best is None:
         raise RuntimeError(f"no mount found for {p} in /proc/self/mountinfo")
     return best
@@ -242,7 +241,7 @@ def diskstats(disk) -> dict:
             f = line.split()
             if len(f) >= 7 and f[2] == name:
                 vals = [int(x) for x in f[3:3 + len(DISKSTATS_FIELDS)]]
-                return dict(zip(DISKSTATS_FIELDS, vals))
+                return dict(zip(DISKSTATS_FIELDS, vals, strict=False))
     raise KeyError(f"device {name!r} not in /proc/diskstats")
 
 
@@ -252,7 +251,7 @@ def all_diskstats() -> dict[str, dict]:
         for line in fh:
             f = line.split()
             if len(f) >= 7:
-                out[f[2]] = dict(zip(DISKSTATS_FIELDS, (int(x) for x in f[3:])))
+                out[f[2]] = dict(zip(DISKSTATS_FIELDS, (int(x) for x in f[3:]), strict=False))
     return out
 
 
@@ -289,7 +288,7 @@ def proc_stat_cpu() -> dict:
         f = fh.readline().split()
     assert f[0] == "cpu", f
     vals = [int(x) / CLK_TCK for x in f[1:]]
-    return dict(zip(PROC_STAT_FIELDS, vals))
+    return dict(zip(PROC_STAT_FIELDS, vals, strict=False))  # older kernels have fewer
 
 
 def proc_stat_delta(before: dict, after: dict) -> dict:
@@ -311,6 +310,17 @@ def proc_pid_cpu(pid: int) -> dict | None:
     # fields 14 and 15 of proc(5) are f[11], f[12] here (f[0] is field 3)
     return {"user_s": int(f[11]) / CLK_TCK, "sys_s": int(f[12]) / CLK_TCK,
             "minflt": int(f[7]), "majflt": int(f[9])}
+
+
+def proc_pid_io(pid: int) -> dict | None:
+    """/proc/PID/io of a live process: read_bytes/write_bytes are what it made the
+    storage layer transfer (O_DIRECT included, page-cache hits excluded), so unlike
+    the device-wide diskstats they are not polluted by other processes' IO."""
+    try:
+        text = Path(f"/proc/{pid}/io").read_text()
+    except OSError:
+        return None
+    return {k: int(v) for k, v in (line.split(": ") for line in text.splitlines() if ": " in line)}
 
 
 def _ru(who) -> dict:
@@ -460,7 +470,7 @@ def git_info(repo: Path = REPO) -> dict:
     def git(*args: str) -> str | None:
         try:
             r = subprocess.run(["git", "--no-optional-locks", "-C", str(repo), *args],
-                               capture_output=True, text=True, timeout=10)
+                               capture_output=True, text=True, timeout=10, check=False)
         except (OSError, subprocess.TimeoutExpired):
             return None
         return r.stdout.strip() if r.returncode == 0 else None
@@ -512,7 +522,7 @@ def _os_release() -> str:
 
 def _tool_version(cmd: list[str]) -> str:
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return "not found"
     return (r.stdout or r.stderr).strip().splitlines()[0] if r.returncode == 0 else "not found"

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-
 import sys
 import types
 from pathlib import Path
@@ -71,7 +70,7 @@ def test_seed_columns_reproduce_the_seed_table(clients):
     assert list(got.columns[: len(metrics.SEED_COLUMNS)]) == list(metrics.SEED_COLUMNS)
     for i, t in enumerate(ROCKSDB[clients]):
         row = got.iloc[i]
-        expect = dict(zip(metrics.SEED_COLUMNS, t[:9]))
+        expect = dict(zip(metrics.SEED_COLUMNS, t[:9], strict=True))
         for col, val in expect.items():
             if col == "test":
                 assert row[col] == val
@@ -101,7 +100,7 @@ def test_seed_fio_row_numbers():
     assert fio["syPer"] == pytest.approx(9.565)
     assert fio["cpuPer"] == pytest.approx(10.916)
     assert fio["reqsz"] == pytest.approx(8.0)
-    assert 8350 / 9884 == pytest.approx(0.8448, abs=1e-4)
+    assert pytest.approx(0.8448, abs=1e-4) == 8350 / 9884
 
 
 def test_baseline_may_be_published_derived_values():
@@ -110,7 +109,7 @@ def test_baseline_may_be_published_derived_values():
     assert got["io.eff"].iloc[0] == pytest.approx(8350 / 9884)
     assert got["us.inc"].iloc[2] == pytest.approx(8.732 - 1.351)
     # and the rows may be derived (published tables) too
-    pub = pd.DataFrame([dict(zip(metrics.SEED_COLUMNS, t[:9])) for t in ROCKSDB[1]])
+    pub = pd.DataFrame([dict(zip(metrics.SEED_COLUMNS, t[:9], strict=True)) for t in ROCKSDB[1]])
     got2 = metrics.efficiency(pub, derived)
     assert got2["cpu.inc"].tolist() == pytest.approx([8.330, 7.607, 6.534], abs=1e-9)
 
