@@ -4,6 +4,7 @@
 #include <rocksdb/iterator.h>
 #include <rocksdb/perf_context.h>
 #include <rocksdb/version.h>
+#include <unistd.h>
 
 #include "bench/db.h"
 #include "fs/rxfs.h"
@@ -244,7 +245,17 @@ PYBIND11_MODULE(_core, m) {
       .def("wait_for_compaction", [](PyDatabase& s) {
              auto& d = s.get();
              py::gil_scoped_release nogil;
+#if ROCKSDB_MAJOR >= 9
              rxlab::Check(d.db()->WaitForCompact(rocksdb::WaitForCompactOptions()), "wait_for_compaction");
+#else
+             // 7.x has no WaitForCompact: poll the properties it does have.
+             uint64_t pending = 1, running = 1;
+             while (pending || running) {
+               d.db()->GetIntProperty("rocksdb.compaction-pending", &pending);
+               d.db()->GetIntProperty("rocksdb.num-running-compactions", &running);
+               if (pending || running) usleep(10000);
+             }
+#endif
            })
       .def("property", [](PyDatabase& s, const std::string& name) -> py::object {
              std::string v;

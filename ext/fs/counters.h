@@ -69,6 +69,7 @@ struct ThreadCounters {
     a.store(a.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
   }
   void Max(Event e, uint64_t v) {
+    if (!enabled) return;
     if (v > events[e].load(std::memory_order_relaxed)) events[e].store(v, std::memory_order_relaxed);
   }
   void Syscall(Sys s, uint64_t ns) {

@@ -251,6 +251,7 @@ struct ThreadState {
         if (q == QueueResult::kBusy) break;
         ready.pop_front();
         if (q == QueueResult::kCompleted) {
+          max_inflight = std::max<uint64_t>(max_inflight, 1);
           complete(j);
           // A synchronous engine's delay is served now, as a slow pread
           // would block the caller.
@@ -452,6 +453,7 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
       int rc = ts->RunJobs(e, &p, 1);
       if (rc < 0) h->job.err = rc;
       h->job.finished = true;
+      ts->counters->Add(kEv_async_completed);
       return IOStatus::OK();
     }
     h->job.start_ns = MonoNs();
@@ -764,6 +766,7 @@ class RxWritableFile final : public FSWritableFile {
     int rc = ts->RunJobs(ts->SyncEngine(false), &p, 1);
     if (rc < 0) return ErrnoStatus("write", name_, -rc);
     if (j.err) return ErrnoStatus("write", name_, static_cast<int>(-j.err));
+    SyscallTimer t(ts->counters.get(), kSys_fdatasync);
     if (fdatasync(buffered_fd_) != 0) return ErrnoStatus("fdatasync", name_, errno);
     return IOStatus::OK();
   }
@@ -1020,9 +1023,13 @@ rocksdb::IOStatus RxFileSystem::AbortIO(std::vector<void*>& io_handles) {
   return IOStatus::OK();
 }
 
+#if ROCKSDB_MAJOR >= 8
+// Async reads only: RocksDB then sends ReadOptions::async_io scans to our
+// ReadAsync. (No kFSBuffer: our reads land in RocksDB's buffers.)
 void RxFileSystem::SupportedOps(int64_t& supported_ops) {
   supported_ops = 1 << rocksdb::FSSupportedOps::kAsyncIO;
 }
+#endif
 
 // ------------------------------------------------------------ counters
 

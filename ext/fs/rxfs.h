@@ -66,7 +66,9 @@ class RxFileSystem : public rocksdb::FileSystemWrapper {
                                       rocksdb::IODebugContext* dbg) override;
   rocksdb::IOStatus Poll(std::vector<void*>& io_handles, size_t min_completions) override;
   rocksdb::IOStatus AbortIO(std::vector<void*>& io_handles) override;
+#if ROCKSDB_MAJOR >= 8  // FSSupportedOps arrived after 7.x
   void SupportedOps(int64_t& supported_ops) override;
+#endif
 
   const Config& config() const { return cfg_; }
   std::string uri() const { return cfg_.Uri(); }
