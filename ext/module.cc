@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "bench/db.h"
+#include "bench/rawio.h"
+#include "bench/workloads.h"
 #include "fs/rxfs.h"
 
 namespace py = pybind11;
@@ -301,6 +303,102 @@ PYBIND11_MODULE(_core, m) {
              py::gil_scoped_release nogil;
              s.d->Close();
            });
+
+  m.def("step_names", [] { return rxlab::StepNames(); }, "db_bench benchmarks the driver runs.");
+
+  m.def("run_step", [](PyDatabase& s, const py::dict& d) {
+    rxlab::StepSpec sp;
+    for (auto item : d) {
+      std::string k = py::str(item.first);
+      py::handle v = item.second;
+#define RX_FIELD(f) \
+  if (k == #f) {     \
+    sp.f = v.cast<decltype(sp.f)>(); \
+    continue;        \
+  }
+      RX_FIELD(name) RX_FIELD(num) RX_FIELD(ops) RX_FIELD(duration) RX_FIELD(threads)
+      RX_FIELD(key_size) RX_FIELD(value_size) RX_FIELD(compression_ratio) RX_FIELD(batch_size)
+      RX_FIELD(seek_nexts) RX_FIELD(reverse_iterator) RX_FIELD(async_io) RX_FIELD(multiread_batched)
+      RX_FIELD(optimize_multiget_for_io) RX_FIELD(multiread_stride) RX_FIELD(verify_checksums)
+      RX_FIELD(readahead_size) RX_FIELD(sync) RX_FIELD(disable_wal) RX_FIELD(write_rate_limit)
+      RX_FIELD(perf_level) RX_FIELD(seed) RX_FIELD(mix_get_ratio) RX_FIELD(mix_put_ratio)
+      RX_FIELD(mix_seek_ratio) RX_FIELD(keyrange_dist_a) RX_FIELD(keyrange_dist_b)
+      RX_FIELD(keyrange_dist_c) RX_FIELD(keyrange_dist_d) RX_FIELD(keyrange_num) RX_FIELD(value_k)
+      RX_FIELD(value_sigma) RX_FIELD(iter_k) RX_FIELD(iter_sigma) RX_FIELD(sine_a) RX_FIELD(sine_b)
+      RX_FIELD(sine_c) RX_FIELD(sine_d) RX_FIELD(sine_mix_rate)
+      RX_FIELD(sine_mix_rate_interval_milliseconds) RX_FIELD(mix_max_value_size)
+      RX_FIELD(mix_max_scan_len)
+#undef RX_FIELD
+      throw rxlab::InputError("unknown step option '" + k + "'");
+    }
+    auto& d0 = s.get();
+    rxlab::StepResult r;
+    {
+      py::gil_scoped_release nogil;
+      r = rxlab::RunStep(d0, sp);
+    }
+    py::dict out;
+    out["name"] = r.name;
+    out["ops"] = r.ops;
+    out["calls"] = r.calls;
+    out["found"] = r.found;
+    out["bytes"] = r.bytes;
+    out["wall_s"] = r.wall_s;
+    out["start_mono_s"] = r.start_mono_s;
+    out["writer_ops"] = r.writer_ops;
+    py::list hs;
+    for (auto& h : r.histograms) {
+      py::dict hd;
+      hd["op"] = h.op;
+      hd["count"] = h.count;
+      hd["sum_ns"] = h.sum_ns;
+      hd["max_ns"] = h.max_ns;
+      hd["buckets"] = h.buckets;
+      hd["percentiles_us"] = h.percentiles_us;
+      hs.append(hd);
+    }
+    out["histograms"] = hs;
+    out["perf_context"] = r.perf_context;
+    out["iostats_context"] = r.iostats_context;
+    out["perf_events"] = r.perf_events;
+    out["ops_series"] = r.ops_series;
+    out["notes"] = r.notes;
+    return out;
+  }, py::arg("db"), py::arg("spec"), "Run one db_bench step in C++ threads (GIL released).");
+
+  m.def("rawio", [](const std::string& filename, const std::string& engine, const std::string& rw,
+                    size_t bs, uint64_t size, bool direct, int iodepth, int numjobs, double runtime,
+                    uint64_t seed) {
+    rxlab::RawIoSpec sp{filename, engine, rw, bs, size, direct, iodepth, numjobs, runtime, seed};
+    rxlab::RawIoResult r;
+    {
+      py::gil_scoped_release nogil;
+      r = rxlab::RunRawIo(sp);
+    }
+    py::list jobs;
+    for (auto& j : r.jobs) {
+      py::dict d;
+      d["ios"] = j.ios;
+      d["bytes"] = j.bytes;
+      d["seconds"] = j.seconds;
+      d["cpu_user_s"] = j.cpu_user_s;
+      d["cpu_sys_s"] = j.cpu_sys_s;
+      d["lat_count"] = j.lat_count;
+      d["lat_sum_ns"] = j.lat_sum_ns;
+      d["lat_max_ns"] = j.lat_max_ns;
+      d["lat_buckets"] = j.lat_buckets;
+      d["syscalls"] = j.syscalls;
+      jobs.append(d);
+    }
+    py::dict out;
+    out["jobs"] = jobs;
+    out["start_mono_s"] = r.start_mono_s;
+    out["wall_s"] = r.wall_s;
+    return out;
+  }, py::arg("filename"), py::arg("engine") = "posix", py::arg("rw") = "randread",
+     py::arg("bs") = 8192, py::arg("size") = 0, py::arg("direct") = true, py::arg("iodepth") = 1,
+     py::arg("numjobs") = 1, py::arg("runtime") = 10.0, py::arg("seed") = 1,
+     "rxlab's fio: IO through an rxlab engine, measured like RocksDB.");
 
   py::class_<PyIterator>(m, "Iterator")
       .def("seek", &PyIterator::Seek)

@@ -41,6 +41,7 @@ const std::vector<OptionDef>& CommonOptions() {
       {"fault_files", "", "apply read faults only to files whose name ends with this"},
       {"fault_seed", "1", "seed of the fault injection's random numbers"},
       {"enospc_after", "-1", "fail writes with ENOSPC once this many bytes were written (-1 = never)"},
+      {"buffered_writes", "pwrite", "buffered (non-O_DIRECT) writes: pwrite, or engine (through this engine)"},
   };
   return opts;
 }
@@ -90,7 +91,7 @@ std::string AllowedEngines() {
 enum class Kind { kInt, kNonNegInt, kBool, kProb, kString };
 
 Kind KindOf(const std::string& name) {
-  if (name == "counters_path" || name == "fault_files") return Kind::kString;
+  if (name == "counters_path" || name == "fault_files" || name == "buffered_writes") return Kind::kString;
   if (name.rfind("fault_", 0) == 0 && name != "fault_seed") return Kind::kProb;
   if (name == "enospc_after") return Kind::kInt;
   if (name == "counters" || name == "powerloss" || name == "sqpoll" || name == "iopoll" ||
@@ -172,6 +173,10 @@ bool ParseUri(const std::string& uri, Config* cfg, std::string* err) {
   }
   if (cfg->Int("depth") < 1 || cfg->Int("depth") > 4096) {
     *err = "option depth=" + cfg->Str("depth") + " must be between 1 and 4096";
+    return false;
+  }
+  if (cfg->Str("buffered_writes") != "pwrite" && cfg->Str("buffered_writes") != "engine") {
+    *err = "option buffered_writes='" + cfg->Str("buffered_writes") + "' must be pwrite or engine";
     return false;
   }
   if (cfg->Int("jitter_us") > cfg->Int("delay_us")) {

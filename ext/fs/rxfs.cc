@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,7 +47,8 @@ struct Job {
   size_t done = 0;
   int64_t err = 0;
   bool direct = false;
-  bool faults = false;  // read-fault injection applies to this file
+  size_t align = kAlign;  // O_DIRECT granularity of the file's device
+  bool faults = false;    // read-fault injection applies to this file
   int retries = 0;
   uint64_t start_ns = 0;
   uint64_t deadline_ns = 0;
@@ -94,6 +96,32 @@ void WaitUntil(uint64_t deadline) {
   }
 }
 
+// The logical block size of the device holding fd (what O_DIRECT requires),
+// as RocksDB's own posix file system reports it; 4096 if unknown.
+size_t LogicalBlockSize(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return kAlign;
+  static std::mutex mu;
+  static std::unordered_map<dev_t, size_t> cache;
+  std::lock_guard<std::mutex> l(mu);
+  auto it = cache.find(st.st_dev);
+  if (it != cache.end()) return it->second;
+  size_t size = kAlign;
+  std::string base = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
+                     std::to_string(minor(st.st_dev));
+  // A partition has no queue/ of its own: its disk's is one level up.
+  for (const char* q : {"/queue/logical_block_size", "/../queue/logical_block_size"}) {
+    FILE* f = fopen((base + q).c_str(), "r");
+    if (!f) continue;
+    unsigned long v = 0;
+    if (fscanf(f, "%lu", &v) == 1 && v >= 512 && (v & (v - 1)) == 0) size = v;
+    fclose(f);
+    break;
+  }
+  cache[st.st_dev] = size;
+  return size;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------ thread state
@@ -121,6 +149,14 @@ struct ThreadState {
     }
     if (!sync) sync = def->create(*cfg, counters.get(), &error);
     return sync.get();
+  }
+  // Buffered writes through io_uring are punted to kernel workers on ext4
+  // (measured: 55 us per WAL append against 1.6 us with pwrite), so unless
+  // buffered_writes=engine they use pwrite; O_DIRECT writes stay on the engine.
+  Engine* WriteEngine(Engine* e, bool direct) {
+    if (direct || cfg->Str("buffered_writes") != "pwrite" || e->synchronous()) return e;
+    if (!buffered) buffered = FindEngine("posix")->create(*cfg, counters.get(), &error);
+    return buffered.get();
   }
   Engine* AsyncEngine() {
     if (!async) async = def->create(*cfg, counters.get(), &error);
@@ -155,7 +191,7 @@ struct ThreadState {
       j->io.res = -EAGAIN;
     } else if ((p = cfg->Double("fault_short_read")) > 0 && Rand() < p) {
       int64_t half = j->io.res / 2;
-      if (j->direct) half -= half % static_cast<int64_t>(kAlign);
+      if (j->direct) half -= half % static_cast<int64_t>(j->align);
       if (half <= 0) return;
       j->io.res = half;
     } else {
@@ -185,7 +221,7 @@ struct ThreadState {
     if (j->done >= j->len) return true;
     if (j->io.op == Op::kRead) {
       // O_DIRECT: a transfer that is not a multiple of the block is EOF.
-      if (j->direct && res % static_cast<int64_t>(kAlign) != 0) return true;
+      if (j->direct && res % static_cast<int64_t>(j->align) != 0) return true;
       counters->Add(kEv_short_reads);
     }
     return false;
@@ -201,6 +237,37 @@ struct ThreadState {
       counters->Add(kEv_writes);
       counters->Add(kEv_write_bytes, j->done);
     }
+  }
+
+  // One request (Read, a write): the common case, without the batch
+  // machinery's allocations.
+  int RunOne(Engine* e, Job* j) {
+    j->start_ns = MonoNs();
+    if (j->io.op == Op::kRead) j->deadline_ns = Deadline(j->start_ns);
+    IoReq* out = nullptr;
+    for (;;) {
+      QueueResult q = e->Queue(&j->io);
+      if (q == QueueResult::kBusy) return RunJobs(e, &j, 1);  // ring shared with async reads
+      if (q == QueueResult::kQueued) {
+        counters->Max(kEv_max_inflight, 1);
+        int rc = e->Commit(1);
+        if (rc < 0) return rc;
+        int got;
+        while ((got = e->Reap(1, 1, &out, -1)) == 0) {
+        }
+        if (got < 0) return got;
+      } else {
+        counters->Max(kEv_max_inflight, 1);
+      }
+      if (OnAttempt(j)) break;
+      j->Arm();
+    }
+    if (j->deadline_ns && MonoNs() < j->deadline_ns) {
+      counters->Add(kEv_delayed);
+      WaitUntil(j->deadline_ns);
+    }
+    Finish(j);
+    return 0;
   }
 
   // Run jobs to completion on `e`: every one is queued before any is waited
@@ -382,7 +449,12 @@ namespace {
 class RxRandomAccessFile final : public FSRandomAccessFile {
  public:
   RxRandomAccessFile(RxFileSystem* fs, std::string name, int fd, bool direct)
-      : fs_(fs), name_(std::move(name)), fd_(fd), direct_(direct), faults_(fs->FaultsApply(name_)) {
+      : fs_(fs),
+        name_(std::move(name)),
+        fd_(fd),
+        direct_(direct),
+        faults_(fs->FaultsApply(name_)),
+        align_(direct ? LogicalBlockSize(fd) : kAlign) {
     slot_ = fs_->AllocSlot(&file_id_);
   }
   ~RxRandomAccessFile() override {
@@ -397,8 +469,7 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
     if (!e) return IOStatus::IOError("rxlab " + fs_->config().engine + ": " + ts->error);
     Job j;
     Prep(&j, offset, n, scratch);
-    Job* p = &j;
-    int rc = ts->RunJobs(e, &p, 1);
+    int rc = ts->RunOne(e, &j);
     if (rc < 0) return ErrnoStatus("read", name_, -rc);
     if (j.err) {
       *result = Slice(scratch, 0);
@@ -503,7 +574,7 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
   }
 
   bool use_direct_io() const override { return direct_; }
-  size_t GetRequiredBufferAlignment() const override { return kAlign; }
+  size_t GetRequiredBufferAlignment() const override { return align_; }
 
   // Reap completions of this thread's async ring; finished reads get their
   // callback unless aborted. block: wait for at least one event.
@@ -513,6 +584,7 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
   void Prep(Job* j, uint64_t off, size_t n, char* buf) const {
     j->Init(Op::kRead, fd_, slot_, file_id_, off, n, buf);
     j->direct = direct_;
+    j->align = align_;
     j->faults = faults_;
   }
 
@@ -521,6 +593,7 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
   int fd_;
   bool direct_;
   bool faults_;
+  size_t align_;
   int slot_ = -1;
   uint64_t file_id_ = 0;
 };
@@ -590,7 +663,8 @@ void RxRandomAccessFile::PumpAsync(ThreadState* ts, Engine* e, bool block) {
 class RxSequentialFile final : public FSSequentialFile {
  public:
   RxSequentialFile(RxFileSystem* fs, std::string name, int fd, bool direct)
-      : fs_(fs), name_(std::move(name)), fd_(fd), direct_(direct) {}
+      : fs_(fs), name_(std::move(name)), fd_(fd), direct_(direct),
+        align_(direct ? LogicalBlockSize(fd) : kAlign) {}
   ~RxSequentialFile() override { close(fd_); }
 
   IOStatus Read(size_t n, const IOOptions& o, Slice* result, char* scratch,
@@ -607,8 +681,8 @@ class RxSequentialFile final : public FSSequentialFile {
     Job j;
     j.Init(Op::kRead, fd_, -1, 0, offset, n, scratch);
     j.direct = direct_;
-    Job* p = &j;
-    int rc = ts->RunJobs(e, &p, 1);
+    j.align = align_;
+    int rc = ts->RunOne(e, &j);
     if (rc < 0) return ErrnoStatus("read", name_, -rc);
     if (j.err) return ErrnoStatus("read", name_, static_cast<int>(-j.err));
     *result = Slice(scratch, j.done);
@@ -619,13 +693,14 @@ class RxSequentialFile final : public FSSequentialFile {
     return IOStatus::OK();
   }
   bool use_direct_io() const override { return direct_; }
-  size_t GetRequiredBufferAlignment() const override { return kAlign; }
+  size_t GetRequiredBufferAlignment() const override { return align_; }
 
  private:
   RxFileSystem* fs_;
   std::string name_;
   int fd_;
   bool direct_;
+  size_t align_;
   uint64_t pos_ = 0;
 };
 
@@ -644,6 +719,7 @@ class RxWritableFile final : public FSWritableFile {
         direct_(direct),
         size_(size),
         powerloss_(fs->config().Bool("powerloss")),
+        align_(direct ? LogicalBlockSize(fd) : kAlign),
         pending_base_(size) {}
   ~RxWritableFile() override {
     if (fd_ >= 0) Close(IOOptions(), nullptr).PermitUncheckedError();
@@ -732,21 +808,20 @@ class RxWritableFile final : public FSWritableFile {
   uint64_t GetFileSize(const IOOptions&, IODebugContext*) override { return size_; }
   bool IsSyncThreadSafe() const override { return !powerloss_; }
   bool use_direct_io() const override { return direct_; }
-  size_t GetRequiredBufferAlignment() const override { return kAlign; }
+  size_t GetRequiredBufferAlignment() const override { return align_; }
 
  private:
   IOStatus WriteAt(uint64_t offset, const char* data, size_t n) {
     ThreadState* ts = fs_->State();
-    bool aligned = !direct_ || (offset % kAlign == 0 && n % kAlign == 0 &&
-                                reinterpret_cast<uintptr_t>(data) % kAlign == 0);
+    bool aligned = !direct_ || (offset % align_ == 0 && n % align_ == 0 &&
+                                reinterpret_cast<uintptr_t>(data) % align_ == 0);
     if (!aligned) return WriteBuffered(offset, data, n);
     Engine* e = ts->SyncEngine(direct_);
     if (!e) return IOStatus::IOError("rxlab " + fs_->config().engine + ": " + ts->error);
     Job j;
     j.Init(Op::kWrite, fd_, -1, 0, offset, n, const_cast<char*>(data));
     j.direct = direct_;
-    Job* p = &j;
-    int rc = ts->RunJobs(e, &p, 1);
+    int rc = ts->RunOne(ts->WriteEngine(e, direct_), &j);
     if (rc < 0) return ErrnoStatus("write", name_, -rc);
     if (j.err) return ErrnoStatus("write", name_, static_cast<int>(-j.err));
     if (j.done != n) return IOStatus::IOError("write " + name_ + ": short write");
@@ -762,8 +837,7 @@ class RxWritableFile final : public FSWritableFile {
     ThreadState* ts = fs_->State();
     Job j;
     j.Init(Op::kWrite, buffered_fd_, -1, 0, offset, n, const_cast<char*>(data));
-    Job* p = &j;
-    int rc = ts->RunJobs(ts->SyncEngine(false), &p, 1);
+    int rc = ts->RunOne(ts->WriteEngine(ts->SyncEngine(false), false), &j);
     if (rc < 0) return ErrnoStatus("write", name_, -rc);
     if (j.err) return ErrnoStatus("write", name_, static_cast<int>(-j.err));
     SyscallTimer t(ts->counters.get(), kSys_fdatasync);
@@ -828,6 +902,7 @@ class RxWritableFile final : public FSWritableFile {
   bool direct_;
   uint64_t size_;
   bool powerloss_;
+  size_t align_;
   std::string pending_;
   uint64_t pending_base_;
   uint64_t truncate_to_ = UINT64_MAX;

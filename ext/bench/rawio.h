@@ -1,0 +1,45 @@
+// rxlab's fio: reads (or writes) of `bs` bytes over a file through the same
+// engines as RocksDB, numjobs threads each keeping iodepth requests in
+// flight, measured the same way (latency histogram, per-thread CPU). It is
+// the denominator of io.eff.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../fs/histogram.h"
+
+namespace rxlab {
+
+struct RawIoSpec {
+  std::string filename;
+  std::string engine_uri = "posix";  // an rxlab URI: posix, libaio, io_uring?...
+  std::string rw = "randread";       // randread, read, randwrite, write
+  size_t bs = 8192;
+  uint64_t size = 0;                 // bytes of the file used (0: its size)
+  bool direct = true;
+  int iodepth = 1;
+  int numjobs = 1;
+  double runtime = 10;               // seconds
+  uint64_t seed = 1;
+};
+
+struct RawIoJob {
+  uint64_t ios = 0, bytes = 0;
+  double seconds = 0;
+  double cpu_user_s = 0, cpu_sys_s = 0;  // this thread's (RUSAGE_THREAD)
+  uint64_t lat_count = 0, lat_sum_ns = 0, lat_max_ns = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> lat_buckets;  // (lower ns, count)
+  uint64_t syscalls = 0;
+};
+
+struct RawIoResult {
+  std::vector<RawIoJob> jobs;
+  double start_mono_s = 0, wall_s = 0;
+};
+
+// Throws InputError on a bad spec, DbError on an IO error.
+RawIoResult RunRawIo(const RawIoSpec& spec);
+
+}  // namespace rxlab

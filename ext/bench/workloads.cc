@@ -1,0 +1,639 @@
+#include "workloads.h"
+
+#include <linux/perf_event.h>
+#include <rocksdb/iostats_context.h>
+#include <rocksdb/metadata.h>
+#include <rocksdb/perf_context.h>
+#include <rocksdb/perf_level.h>
+#include <rocksdb/write_batch.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace rxlab {
+namespace {
+
+enum OpType { kGet, kPut, kMultiGet, kSeek, kNext, kFlush, kCompact, kWait, kNumOps };
+const char* const kOpNames[kNumOps] = {"get", "put", "multiget", "seek", "next", "flush", "compact",
+                                       "wait"};
+
+// splitmix64: small, fast, and good enough for picking keys.
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(seed) {}
+  uint64_t Next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double Uniform() { return static_cast<double>(Next() >> 11) * (1.0 / 9007199254740992.0); }
+};
+
+// Values like db_bench's: a 1 MiB pool made of 100-byte fragments whose
+// first ratio*100 bytes are random printable characters and the rest
+// repeats them, so the data compresses to about `ratio`.
+class ValuePool {
+ public:
+  ValuePool(double ratio, size_t max_len, uint64_t seed) {
+    Rng r(seed);
+    size_t size = std::max<size_t>(1 << 20, max_len);
+    size_t raw = std::max<size_t>(1, static_cast<size_t>(100 * ratio));
+    while (data_.size() < size) {
+      std::string frag;
+      for (size_t i = 0; i < raw; i++) frag.push_back(static_cast<char>(' ' + r.Next() % 95));
+      while (frag.size() < 100) frag.append(frag, 0, std::min(raw, 100 - frag.size()));
+      data_ += frag;
+    }
+  }
+  rocksdb::Slice Get(size_t len) {
+    if (pos_ + len > data_.size()) pos_ = 0;
+    rocksdb::Slice s(data_.data() + pos_, len);
+    pos_ += len;
+    return s;
+  }
+
+ private:
+  std::string data_;
+  size_t pos_ = 0;
+};
+
+// perf_event counters of the calling thread.
+class PerfEvents {
+ public:
+  struct Def {
+    const char* name;
+    uint32_t type;
+    uint64_t config;
+  };
+  static const std::vector<Def>& Defs() {
+    static const std::vector<Def> d = {
+        {"task_clock_ns", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK},
+        {"context_switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES},
+        {"cpu_migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
+        {"page_faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS},
+        {"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
+        {"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
+        {"cache_misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES},
+    };
+    return d;
+  }
+  PerfEvents() {
+    for (const Def& d : Defs()) {
+      perf_event_attr a{};
+      a.size = sizeof(a);
+      a.type = d.type;
+      a.config = d.config;
+      a.disabled = 1;
+      a.exclude_hv = 1;
+      int fd = static_cast<int>(syscall(SYS_perf_event_open, &a, 0, -1, -1, 0));
+      fds_.push_back(fd);
+    }
+  }
+  ~PerfEvents() {
+    for (int fd : fds_)
+      if (fd >= 0) close(fd);
+  }
+  void Start() {
+    for (int fd : fds_)
+      if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+  }
+  // -1 where the machine has no such counter (no PMU in a VM, paranoid).
+  std::vector<int64_t> Stop() {
+    std::vector<int64_t> v;
+    for (int fd : fds_) {
+      uint64_t x = 0;
+      if (fd >= 0 && ioctl(fd, PERF_EVENT_IOC_DISABLE, 0) == 0 && read(fd, &x, sizeof(x)) == sizeof(x))
+        v.push_back(static_cast<int64_t>(x));
+      else
+        v.push_back(-1);
+    }
+    return v;
+  }
+
+ private:
+  std::vector<int> fds_;
+};
+
+// "name = value, name = value" (RocksDB's ToString of its contexts).
+void ParseCounters(const std::string& s, std::map<std::string, uint64_t>* out) {
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t eq = s.find(" = ", i);
+    if (eq == std::string::npos) break;
+    size_t end = s.find(',', eq);
+    if (end == std::string::npos) end = s.size();
+    std::string name = s.substr(i, eq - i);
+    while (!name.empty() && name.front() == ' ') name.erase(0, 1);
+    std::string val = s.substr(eq + 3, end - eq - 3);
+    char* e = nullptr;
+    unsigned long long v = strtoull(val.c_str(), &e, 10);
+    if (e != val.c_str() && name.find('@') == std::string::npos && name != "thread_pool_id")
+      (*out)[name] += v;
+    i = end + 1;
+  }
+}
+
+struct ThreadOut {
+  int64_t ops = 0, calls = 0, found = 0, bytes = 0;
+  std::unique_ptr<LatencyHistogram> hist[kNumOps];
+  std::map<std::string, uint64_t> perf_context, iostats;
+  std::vector<int64_t> events;
+  std::atomic<int64_t> progress{0};  // read by the 1 Hz sampler
+  ThreadOut() {
+    for (auto& h : hist) h = std::make_unique<LatencyHistogram>();
+  }
+};
+
+class Runner {
+ public:
+  Runner(Database& db, const StepSpec& s) : db_(db), s_(s), ro_(), wo_() {
+    ro_.verify_checksums = s.verify_checksums;
+    ro_.async_io = s.async_io;
+    ro_.readahead_size = static_cast<size_t>(s.readahead_size);
+    ro_.optimize_multiget_for_io = s.optimize_multiget_for_io;
+    wo_.sync = s.sync;
+    wo_.disableWAL = s.disable_wal;
+  }
+
+  // Run fn(thread index, out) on n threads; the caller samples progress.
+  void Parallel(int n, const std::function<void(int, ThreadOut&)>& fn, StepResult* res,
+                const std::function<void()>& extra = nullptr) {
+    outs_.clear();
+    for (int i = 0; i < n; i++) outs_.push_back(std::make_unique<ThreadOut>());
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> ts;
+    for (int i = 0; i < n; i++) {
+      ts.emplace_back([&, i] {
+        ThreadOut& o = *outs_[i];
+        rocksdb::SetPerfLevel(static_cast<rocksdb::PerfLevel>(s_.perf_level));
+        rocksdb::get_perf_context()->Reset();
+        rocksdb::get_iostats_context()->Reset();
+        PerfEvents pe;
+        ready++;
+        while (!go.load()) std::this_thread::yield();
+        pe.Start();
+        fn(i, o);
+        o.events = pe.Stop();
+        if (s_.perf_level > 1) {
+          ParseCounters(rocksdb::get_perf_context()->ToString(true), &o.perf_context);
+          ParseCounters(rocksdb::get_iostats_context()->ToString(true), &o.iostats);
+        }
+        rocksdb::SetPerfLevel(rocksdb::kDisable);
+        done_++;
+      });
+    }
+    while (ready.load() < n) std::this_thread::yield();
+    std::thread writer;
+    if (extra) writer = std::thread(extra);
+    uint64_t t0 = MonoNs();
+    res->start_mono_s = static_cast<double>(t0) / 1e9;
+    go = true;
+    // 1 Hz series of completed operations (warm-up and stalls show up).
+    uint64_t next = t0 + 1000000000ull;
+    while (done_.load() < n) {
+      uint64_t now = MonoNs();
+      if (now >= next) {
+        int64_t sum = 0;
+        for (auto& o : outs_) sum += o->progress.load(std::memory_order_relaxed);
+        res->ops_series.emplace_back(static_cast<double>(now) / 1e9, sum);
+        next += 1000000000ull;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    for (auto& t : ts) t.join();
+    res->wall_s = static_cast<double>(MonoNs() - t0) / 1e9;
+    stop_writer_ = true;
+    if (writer.joinable()) writer.join();
+    Collect(res);
+  }
+
+  bool Done(const ThreadOut& o, int64_t limit, uint64_t deadline) const {
+    if (deadline) return MonoNs() >= deadline;
+    return o.calls >= limit;
+  }
+  uint64_t Deadline() const {
+    return s_.duration > 0 ? MonoNs() + static_cast<uint64_t>(s_.duration * 1e9) : 0;
+  }
+  int64_t ReadLimit() const { return s_.ops >= 0 ? s_.ops : s_.num; }
+
+  static void Timed(ThreadOut& o, OpType op, uint64_t t0) { o.hist[op]->Add(MonoNs() - t0); }
+
+  std::string& Key(std::string& buf, uint64_t i) const {
+    buf.resize(static_cast<size_t>(s_.key_size));
+    MakeKey(i, s_.key_size, &buf[0]);
+    return buf;
+  }
+
+  // ---- workloads ----
+
+  void Fill(int t, ThreadOut& o, bool sequential) {
+    Rng r(Seed(t));
+    ValuePool vals(s_.compression_ratio, static_cast<size_t>(s_.value_size), Seed(t) ^ 0x5555);
+    int64_t per = s_.ops >= 0 ? s_.ops : s_.num / s_.threads;
+    int64_t first = sequential ? static_cast<int64_t>(t) * (s_.num / s_.threads) : 0;
+    uint64_t deadline = Deadline();
+    std::string key;
+    rocksdb::WriteBatch batch;
+    int64_t i = 0;
+    while (!(deadline ? MonoNs() >= deadline : i >= per)) {
+      batch.Clear();
+      uint64_t t0 = MonoNs();
+      for (int b = 0; b < s_.batch_size && (deadline || i < per); b++, i++) {
+        uint64_t k = sequential ? static_cast<uint64_t>(first + i) % static_cast<uint64_t>(s_.num)
+                                : r.Next() % static_cast<uint64_t>(s_.num);
+        Key(key, k);
+        rocksdb::Status st = batch.Put(key, vals.Get(static_cast<size_t>(s_.value_size)));
+        o.bytes += s_.key_size + s_.value_size;
+        o.ops++;
+      }
+      Check(db_.db()->Write(wo_, &batch), "write");
+      Timed(o, kPut, t0);
+      o.calls++;
+      o.progress.store(o.ops, std::memory_order_relaxed);
+    }
+  }
+
+  void ReadRandom(int t, ThreadOut& o) {
+    Rng r(Seed(t));
+    uint64_t deadline = Deadline();
+    std::string key;
+    rocksdb::PinnableSlice val;
+    while (!Done(o, ReadLimit(), deadline)) {
+      Key(key, r.Next() % static_cast<uint64_t>(s_.num));
+      val.Reset();
+      uint64_t t0 = MonoNs();
+      rocksdb::Status st = db_.db()->Get(ro_, db_.db()->DefaultColumnFamily(), key, &val);
+      Timed(o, kGet, t0);
+      if (st.ok()) {
+        o.found++;
+        o.bytes += static_cast<int64_t>(key.size() + val.size());
+      } else if (!st.IsNotFound()) {
+        Check(st, "get");
+      }
+      o.ops++;
+      o.calls++;
+      o.progress.store(o.ops, std::memory_order_relaxed);
+    }
+  }
+
+  void MultiRead(int t, ThreadOut& o) {
+    Rng r(Seed(t));
+    uint64_t deadline = Deadline();
+    size_t n = static_cast<size_t>(s_.batch_size);
+    std::vector<std::string> keys(n);
+    std::vector<rocksdb::Slice> ks(n);
+    std::vector<rocksdb::PinnableSlice> vals(n);
+    std::vector<rocksdb::Status> sts(n);
+    std::vector<std::string> strvals;
+    int64_t limit = ReadLimit() / static_cast<int64_t>(n) + (ReadLimit() % static_cast<int64_t>(n) ? 1 : 0);
+    while (!Done(o, limit, deadline)) {
+      uint64_t base = r.Next() % static_cast<uint64_t>(s_.num);
+      for (size_t i = 0; i < n; i++) {
+        uint64_t k = s_.multiread_stride ? (base + i * static_cast<uint64_t>(s_.multiread_stride)) %
+                                               static_cast<uint64_t>(s_.num)
+                                         : (i == 0 ? base : r.Next() % static_cast<uint64_t>(s_.num));
+        Key(keys[i], k);
+        ks[i] = keys[i];
+        vals[i].Reset();
+      }
+      uint64_t t0 = MonoNs();
+      if (s_.multiread_batched) {
+        db_.db()->MultiGet(ro_, db_.db()->DefaultColumnFamily(), n, ks.data(), vals.data(), sts.data());
+      } else {
+        sts = db_.db()->MultiGet(ro_, ks, &strvals);
+      }
+      Timed(o, kMultiGet, t0);
+      for (size_t i = 0; i < n; i++) {
+        if (sts[i].ok()) {
+          o.found++;
+          o.bytes += static_cast<int64_t>(ks[i].size() +
+                                          (s_.multiread_batched ? vals[i].size() : strvals[i].size()));
+        } else if (!sts[i].IsNotFound()) {
+          Check(sts[i], "multiget");
+        }
+      }
+      o.ops += static_cast<int64_t>(n);
+      o.calls++;
+      o.progress.store(o.ops, std::memory_order_relaxed);
+    }
+  }
+
+  void SeekRandom(int t, ThreadOut& o) {
+    Rng r(Seed(t));
+    uint64_t deadline = Deadline();
+    std::string key;
+    while (!Done(o, ReadLimit(), deadline)) {
+      Key(key, r.Next() % static_cast<uint64_t>(s_.num));
+      uint64_t t0 = MonoNs();
+      // A new iterator per seek, as db_bench does without a tailing iterator.
+      std::unique_ptr<rocksdb::Iterator> it(db_.db()->NewIterator(ro_));
+      if (s_.reverse_iterator)
+        it->SeekForPrev(key);
+      else
+        it->Seek(key);
+      if (it->Valid() && it->key() == rocksdb::Slice(key)) o.found++;
+      for (int j = 0; j < s_.seek_nexts && it->Valid(); j++) {
+        o.bytes += static_cast<int64_t>(it->key().size() + it->value().size());
+        if (s_.reverse_iterator)
+          it->Prev();
+        else
+          it->Next();
+      }
+      Check(it->status(), "seek");
+      Timed(o, kSeek, t0);
+      o.ops++;
+      o.calls++;
+      o.progress.store(o.ops, std::memory_order_relaxed);
+    }
+  }
+
+  void ReadSeq(int t, ThreadOut& o, bool reverse) {
+    uint64_t deadline = Deadline();
+    std::unique_ptr<rocksdb::Iterator> it(db_.db()->NewIterator(ro_));
+    uint64_t t0 = MonoNs();
+    reverse ? it->SeekToLast() : it->SeekToFirst();
+    Timed(o, kSeek, t0);
+    while (it->Valid() && !Done(o, ReadLimit(), deadline)) {
+      o.bytes += static_cast<int64_t>(it->key().size() + it->value().size());
+      o.found++;
+      t0 = MonoNs();
+      reverse ? it->Prev() : it->Next();
+      Timed(o, kNext, t0);
+      o.ops++;
+      o.calls++;
+      if ((o.ops & 1023) == 0) o.progress.store(o.ops, std::memory_order_relaxed);
+    }
+    o.progress.store(o.ops, std::memory_order_relaxed);
+    Check(it->status(), "iterate");
+  }
+
+  // db_bench's mixgraph: Get/Put/Seek by ratio, value sizes and scan lengths
+  // from Pareto distributions; keys uniform unless key_dist_a/b are set.
+  void MixGraph(int t, ThreadOut& o) {
+    Rng r(Seed(t));
+    ValuePool vals(s_.compression_ratio, static_cast<size_t>(s_.mix_max_value_size), Seed(t) ^ 0x77);
+    double sum = s_.mix_get_ratio + s_.mix_put_ratio + s_.mix_seek_ratio;
+    int b0 = static_cast<int>(std::ceil(1000 * s_.mix_get_ratio / sum));
+    int b1 = b0 + static_cast<int>(std::ceil(1000 * s_.mix_put_ratio / sum));
+    int range = b1 + static_cast<int>(std::ceil(1000 * s_.mix_seek_ratio / sum));
+    uint64_t deadline = Deadline();
+    uint64_t start = MonoNs();
+    std::string key;
+    rocksdb::PinnableSlice val;
+    double rate = 0;  // ops/s under --sine_mix_rate
+    uint64_t last_rate = 0, next_op = MonoNs();
+    while (!Done(o, ReadLimit(), deadline)) {
+      uint64_t rnd = r.Next();
+      uint64_t v = rnd % static_cast<uint64_t>(s_.num);
+      double u = static_cast<double>(v) / static_cast<double>(s_.num);
+      Key(key, v);
+      if (s_.sine_mix_rate) {
+        uint64_t now = MonoNs();
+        if (last_rate == 0 || now - last_rate > static_cast<uint64_t>(s_.sine_mix_rate_interval_milliseconds * 1e6)) {
+          double x = static_cast<double>(now - start) / 1e9;
+          rate = s_.sine_a * std::sin(s_.sine_b * x + s_.sine_c) + s_.sine_d;
+          last_rate = now;
+        }
+        if (rate > 0) {
+          next_op += static_cast<uint64_t>(1e9 / rate * s_.threads);
+          while (MonoNs() < next_op) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+      }
+      int type_pos = static_cast<int>(v % static_cast<uint64_t>(range));
+      uint64_t t0 = MonoNs();
+      if (type_pos < b0) {
+        val.Reset();
+        rocksdb::Status st = db_.db()->Get(ro_, db_.db()->DefaultColumnFamily(), key, &val);
+        Timed(o, kGet, t0);
+        if (st.ok()) {
+          o.found++;
+          o.bytes += static_cast<int64_t>(key.size() + val.size());
+        } else if (!st.IsNotFound()) {
+          Check(st, "get");
+        }
+      } else if (type_pos < b1) {
+        int64_t size = Pareto(u, s_.value_k, s_.value_sigma);
+        if (size < 10) size = 10;
+        if (size > s_.mix_max_value_size) size %= s_.mix_max_value_size;
+        Check(db_.db()->Put(wo_, key, vals.Get(static_cast<size_t>(size))), "put");
+        Timed(o, kPut, t0);
+        o.bytes += static_cast<int64_t>(key.size()) + size;
+      } else {
+        std::unique_ptr<rocksdb::Iterator> it(db_.db()->NewIterator(ro_));
+        it->Seek(key);
+        if (it->Valid() && it->key() == rocksdb::Slice(key)) o.found++;
+        int64_t len = Pareto(u, s_.iter_k, s_.iter_sigma) % s_.mix_max_scan_len;
+        for (int64_t j = 0; j < len && it->Valid(); j++) {
+          o.bytes += static_cast<int64_t>(it->key().size() + it->value().size());
+          it->Next();
+        }
+        Check(it->status(), "seek");
+        Timed(o, kSeek, t0);
+      }
+      o.ops++;
+      o.calls++;
+      o.progress.store(o.ops, std::memory_order_relaxed);
+    }
+  }
+
+  // The rate-limited writer of readwhilewriting / seekrandomwhilewriting.
+  void Writer() {
+    Rng r(Seed(1000));
+    ValuePool vals(s_.compression_ratio, static_cast<size_t>(s_.value_size), Seed(1000));
+    std::string key;
+    uint64_t t0 = MonoNs();
+    int64_t bytes = 0;
+    while (!stop_writer_.load() && done_.load() < s_.threads) {
+      Key(key, r.Next() % static_cast<uint64_t>(s_.num));
+      Check(db_.db()->Put(wo_, key, vals.Get(static_cast<size_t>(s_.value_size))), "put");
+      writer_ops_++;
+      bytes += s_.key_size + s_.value_size;
+      if (s_.write_rate_limit > 0) {
+        // Token bucket: sleep until the bytes written fit the rate.
+        double due = static_cast<double>(bytes) / static_cast<double>(s_.write_rate_limit);
+        double now = static_cast<double>(MonoNs() - t0) / 1e9;
+        if (due > now) std::this_thread::sleep_for(std::chrono::duration<double>(due - now));
+      }
+    }
+  }
+
+  void Single(OpType op, StepResult* res, const std::function<void()>& fn) {
+    outs_.clear();
+    outs_.push_back(std::make_unique<ThreadOut>());
+    uint64_t t0 = MonoNs();
+    res->start_mono_s = static_cast<double>(t0) / 1e9;
+    fn();
+    outs_[0]->hist[op]->Add(MonoNs() - t0);
+    outs_[0]->ops = outs_[0]->calls = 1;
+    res->wall_s = static_cast<double>(MonoNs() - t0) / 1e9;
+    Collect(res);
+  }
+
+  int64_t writer_ops() const { return writer_ops_.load(); }
+
+ private:
+  uint64_t Seed(int t) const { return (s_.seed ? s_.seed : 0x2545F4914F6CDD1Dull) + static_cast<uint64_t>(t) * 7919; }
+
+  static int64_t Pareto(double u, double k, double sigma) {
+    if (u <= 0) u = 1e-12;
+    double x = k == 0.0 ? -sigma * std::log(u) : sigma * (std::pow(u, -k) - 1) / k;
+    return static_cast<int64_t>(std::ceil(x));
+  }
+
+  void Collect(StepResult* res) {
+    LatencyHistogram merged[kNumOps];
+    std::vector<int64_t> ev(PerfEvents::Defs().size(), 0);
+    std::vector<bool> avail(ev.size(), true);
+    for (auto& o : outs_) {
+      res->ops += o->ops;
+      res->calls += o->calls;
+      res->found += o->found;
+      res->bytes += o->bytes;
+      for (int i = 0; i < kNumOps; i++) merged[i].Merge(*o->hist[i]);
+      for (auto& [k, v] : o->perf_context) res->perf_context[k] += v;
+      for (auto& [k, v] : o->iostats) res->iostats_context[k] += v;
+      for (size_t i = 0; i < o->events.size(); i++) {
+        if (o->events[i] < 0) avail[i] = false;
+        else ev[i] += o->events[i];
+      }
+    }
+    if (!outs_.empty() && !outs_[0]->events.empty())
+      for (size_t i = 0; i < ev.size(); i++) res->perf_events[PerfEvents::Defs()[i].name] = avail[i] ? ev[i] : -1;
+    for (int i = 0; i < kNumOps; i++) {
+      if (merged[i].count() == 0) continue;
+      OpHistogram h;
+      h.op = kOpNames[i];
+      h.count = merged[i].count();
+      h.sum_ns = merged[i].sum();
+      h.max_ns = merged[i].max();
+      for (int b = 0; b < LatencyHistogram::kBuckets; b++)
+        if (uint64_t c = merged[i].bucket(b)) h.buckets.emplace_back(LatencyHistogram::Lower(b), c);
+      for (auto [name, q] : {std::pair<const char*, double>{"p50", 0.5}, {"p75", 0.75}, {"p90", 0.9},
+                             {"p99", 0.99}, {"p99.9", 0.999}, {"p99.99", 0.9999}})
+        h.percentiles_us[name] = merged[i].Percentile(q) / 1000.0;
+      res->histograms.push_back(std::move(h));
+    }
+  }
+
+  Database& db_;
+  const StepSpec& s_;
+  rocksdb::ReadOptions ro_;
+  rocksdb::WriteOptions wo_;
+  std::vector<std::unique_ptr<ThreadOut>> outs_;
+  std::atomic<int> done_{0};
+  std::atomic<bool> stop_writer_{false};
+  std::atomic<int64_t> writer_ops_{0};
+};
+
+void CompactL0(Database& db) {
+  rocksdb::ColumnFamilyMetaData meta;
+  db.db()->GetColumnFamilyMetaData(&meta);
+  std::vector<std::string> files;
+  for (const auto& lvl : meta.levels)
+    if (lvl.level == 0)
+      for (const auto& f : lvl.files) files.push_back(f.db_path + "/" + f.name);
+  if (files.empty()) return;
+  Check(db.db()->CompactFiles(rocksdb::CompactionOptions(), files, 1), "compact0");
+}
+
+void WaitForCompaction(Database& db) {
+#if ROCKSDB_MAJOR >= 9
+  Check(db.db()->WaitForCompact(rocksdb::WaitForCompactOptions()), "waitforcompaction");
+#else
+  uint64_t pending = 1, running = 1;
+  while (pending || running) {
+    db.db()->GetIntProperty("rocksdb.compaction-pending", &pending);
+    db.db()->GetIntProperty("rocksdb.num-running-compactions", &running);
+    if (pending || running) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+#endif
+}
+
+}  // namespace
+
+void MakeKey(uint64_t index, int key_size, char* out) {
+  int n = std::min(key_size, 8);
+  for (int i = 0; i < n; i++) out[i] = static_cast<char>((index >> ((n - i - 1) * 8)) & 0xFF);
+  if (key_size > n) memset(out + n, '0', static_cast<size_t>(key_size - n));
+}
+
+const std::vector<std::string>& StepNames() {
+  static const std::vector<std::string> names = {
+      "fillseq", "fillrandom", "overwrite", "readrandom", "readseq", "readreverse", "seekrandom",
+      "multireadrandom", "readwhilewriting", "seekrandomwhilewriting", "mixgraph", "flush",
+      "compact", "compact0", "waitforcompaction"};
+  return names;
+}
+
+StepResult RunStep(Database& db, const StepSpec& s) {
+  if (std::find(StepNames().begin(), StepNames().end(), s.name) == StepNames().end()) {
+    std::string all;
+    for (auto& n : StepNames()) all += (all.empty() ? "" : ", ") + n;
+    throw InputError("unknown step '" + s.name + "': allowed are " + all);
+  }
+  if (s.threads < 1 || s.threads > 1024) throw InputError("threads=" + std::to_string(s.threads) + " must be 1..1024");
+  if (s.num < 1) throw InputError("num=" + std::to_string(s.num) + " must be at least 1");
+  if (s.key_size < 8) throw InputError("key_size=" + std::to_string(s.key_size) + " must be at least 8");
+  if (s.value_size < 0) throw InputError("value_size must be >= 0");
+  if (s.batch_size < 1) throw InputError("batch_size=" + std::to_string(s.batch_size) + " must be at least 1");
+  if (s.perf_level < 1 || s.perf_level > 6) throw InputError("perf_level=" + std::to_string(s.perf_level) + " must be 1..6");
+  if (db.closed()) throw DbError("database is closed");
+  StepResult res;
+  res.name = s.name;
+  Runner r(db, s);
+  const std::string& n = s.name;
+  if (n == "fillseq" || n == "fillrandom" || n == "overwrite") {
+    bool seq = n == "fillseq";
+    r.Parallel(s.threads, [&](int t, ThreadOut& o) { r.Fill(t, o, seq); }, &res);
+  } else if (n == "readrandom") {
+    r.Parallel(s.threads, [&](int t, ThreadOut& o) { r.ReadRandom(t, o); }, &res);
+  } else if (n == "multireadrandom") {
+    if (s.async_io)
+      res.notes.push_back("async_io has no effect on MultiGet in RocksDB 9 without coroutines "
+                          "(USE_COROUTINES, folly); this build has none, so no overlap across files happened");
+    r.Parallel(s.threads, [&](int t, ThreadOut& o) { r.MultiRead(t, o); }, &res);
+  } else if (n == "seekrandom") {
+    r.Parallel(s.threads, [&](int t, ThreadOut& o) { r.SeekRandom(t, o); }, &res);
+  } else if (n == "readseq" || n == "readreverse") {
+    bool rev = n == "readreverse";
+    r.Parallel(s.threads, [&](int t, ThreadOut& o) { r.ReadSeq(t, o, rev); }, &res);
+  } else if (n == "readwhilewriting" || n == "seekrandomwhilewriting") {
+    bool seek = n == "seekrandomwhilewriting";
+    r.Parallel(s.threads, [&](int t, ThreadOut& o) { seek ? r.SeekRandom(t, o) : r.ReadRandom(t, o); }, &res,
+               [&] { r.Writer(); });
+    res.writer_ops = r.writer_ops();
+    res.notes.push_back("ops, latency and CPU counters are the readers'; the writer did " +
+                        std::to_string(res.writer_ops) + " puts");
+  } else if (n == "mixgraph") {
+    res.notes.push_back("keys uniform over num: db_bench ignores keyrange_dist_* unless key_dist_a/b "
+                        "are set, and the ZippyDB command sets neither");
+    if (!s.sine_mix_rate && s.sine_mix_rate_interval_milliseconds > 0)
+      res.notes.push_back("sine_* parameters act only with sine_mix_rate=true (as in db_bench)");
+    r.Parallel(s.threads, [&](int t, ThreadOut& o) { r.MixGraph(t, o); }, &res);
+  } else if (n == "flush") {
+    r.Single(kFlush, &res, [&] { Check(db.db()->Flush(rocksdb::FlushOptions()), "flush"); });
+  } else if (n == "compact") {
+    r.Single(kCompact, &res, [&] {
+      rocksdb::CompactRangeOptions co;
+      co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+      Check(db.db()->CompactRange(co, nullptr, nullptr), "compact");
+    });
+  } else if (n == "compact0") {
+    r.Single(kCompact, &res, [&] { CompactL0(db); });
+  } else if (n == "waitforcompaction") {
+    r.Single(kWait, &res, [&] { WaitForCompaction(db); });
+  }
+  return res;
+}
+
+}  // namespace rxlab
