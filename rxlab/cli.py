@@ -78,6 +78,132 @@ def _bench_backends(a):
     print(f"\nper-repetition rows: {out}")
 
 
+def _print_steps(df, as_json: bool, quiet: bool) -> None:
+    """db_bench-like result lines, then the seeds' columns (or JSON)."""
+    import json as _json
+
+    from . import metrics
+
+    seed = metrics.seed_columns(df)
+    rows = []
+    for i, r in df.iterrows():
+        d = {"name": r["name"], "benchmark": r.get("benchmark"), "threads": int(r.get("threads", 1)),
+             "ops": int(r["ops"]), "found": int(r.get("found", 0)), "wall_s": float(r["wall_s"])}
+        for c in metrics.SEED_COLUMNS[:-1]:
+            d[c] = None if seed[c].isna().iloc[i] else float(seed[c].iloc[i])
+        for c in metrics.PERCENTILE_COLUMNS:
+            if c in df and not _isnan(r.get(c)):
+                d[c] = float(r[c])
+        if r.get("notes"):
+            d["notes"] = r["notes"]
+        rows.append(d)
+    if as_json:
+        print(_json.dumps(rows, indent=1))
+        return
+    for d in rows:
+        per_thread_us = d["wall_s"] * 1e6 * d["threads"] / d["ops"] if d["ops"] else 0.0
+        qps = d["ops"] / d["wall_s"] if d["wall_s"] else 0.0
+        found = f"  ({d['found']} of {d['ops']} found)" if d["found"] else ""
+        print(f"{d['name']:<14}: {per_thread_us:11.3f} micros/op {qps:.0f} ops/sec {d['wall_s']:.3f} seconds "
+              f"{d['ops']} operations;{found}")
+        if d.get("notes"):
+            print(f"{'':14}  note: {d['notes']}")
+    if not quiet:
+        print()
+        print(seed.assign(test=df["name"])[list(metrics.SEED_COLUMNS)].round(3).to_string(index=False))
+
+
+def _isnan(v) -> bool:
+    return v is None or (isinstance(v, float) and v != v)
+
+
+def _bench(argv) -> int:
+    from . import driver, store
+    from .flags import BENCH_FLAGS, bench_spec
+
+    if argv and argv[0] in ("-h", "--help"):
+        print("usage: rxlab bench --benchmarks=fillseq,readrandom [db_bench flags] [--json] [--quiet]")
+        print("benchmarks:", ", ".join(driver.BENCHMARKS))
+        print("helper-script jobs:", ", ".join(driver.JOBS))
+        print("sequences:", ", ".join(driver.SEQUENCES))
+        print("flags:", " ".join(f"--{k}" for k in BENCH_FLAGS))
+        return 0
+    spec, cli = bench_spec(argv)
+    path = driver.run(spec, root=cli["runs_dir"], progress=not cli["quiet"] and not cli["json"])
+    run = store.load_run(path)
+    _print_steps(run.steps, cli["json"], cli["quiet"])
+    if not cli["json"] and not cli["quiet"]:
+        print(f"\nrun stored in {path}")
+    return 0
+
+
+def _fio(argv) -> int:
+    import json as _json
+
+    from . import metrics, rawio, refs
+    from .flags import FIO_FLAGS, fio_args
+
+    if argv and argv[0] in ("-h", "--help"):
+        print("usage: rxlab fio --filename=F [--rw=randread --bs=8k --size=2g --direct=1 --ioengine=sync "
+              "--iodepth=1 --numjobs=1 --runtime=10 --ramp_time=1] [--engine_options=sqpoll=1] [--real] [--json]")
+        print("flags:", " ".join(f"--{k}" for k in FIO_FLAGS))
+        return 0
+    a = fio_args(argv)
+    kw = {k: a[k] for k in ("rw", "bs", "size", "direct", "ioengine", "iodepth", "numjobs", "runtime",
+                            "ramp_time", "engine_options", "seed") if k in a}
+    rows = rawio.run(a["filename"], **kw)
+    result = {"rxlab": rows}
+    if a.get("real"):
+        real_kw = {k: v for k, v in kw.items() if k not in ("engine_options", "seed")}
+        result["fio"] = refs.run_fio(a["filename"], **real_kw)
+    if a.get("json"):
+        def slim(r):
+            d = {k: v for k, v in r.items() if k not in ("histograms", "timeseries")}
+            # IOs per second of the job (fio's own number for real fio)
+            d["iops"] = r.get("fio_iops", r["ops"] / r["wall_s"] if r.get("wall_s") else None)
+            return d
+        print(_json.dumps({k: [slim(r) for r in v] for k, v in result.items()}, indent=1, default=str))
+        return 0
+    for tool, rs in result.items():
+        total = [r for r in rs if str(r.get("job")) == "total"] or rs[-1:]
+        t = total[0]
+        cpu = metrics.seed_columns([t])
+        print(f"{tool:6} {a.get('ioengine', 'sync'):8} qd={a.get('iodepth', 1)} jobs={a.get('numjobs', 1)}: "
+              f"{t['ops'] / t['wall_s']:9.0f} IOPS  lat {t.get('lat_mean_us', float('nan')):7.1f} us  "
+              f"p99 {t.get('p99_us', float('nan')):7.1f} us  CPU/IO {float(cpu['cpuPer'].iloc[0]):6.2f} us "
+              f"(user {float(cpu['usPer'].iloc[0]):.2f}, sys {float(cpu['syPer'].iloc[0]):.2f})")
+    return 0
+
+
+def _runs(a):
+    from . import store
+
+    df = store.list_runs(a.dir, include_incomplete=a.all)
+    print(df.to_string(index=False) if len(df) else "no runs")
+
+
+def _show(a):
+    from . import store
+
+    run = store.load_run(a.run, a.dir)
+    print(f"run {run.path}")
+    _print_steps(run.steps, a.json, False)
+
+
+def _bench_driver(a):
+    from pathlib import Path
+
+    from .backends_bench import default_root
+    from .driver_bench import main as run, summarize
+
+    root = Path(a.dir) if a.dir else default_root()
+    df = run(root, duration=a.duration, repeats=a.repeats, fio_runtime=a.fio_runtime, quiet=a.quiet)
+    out = root / "driver-bench.csv"
+    df.to_csv(out, index=False)
+    print(summarize(df))
+    print(f"\nper-repetition rows: {out}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="rxlab", description="A research workbench for RocksDB IO performance.")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
@@ -108,6 +234,33 @@ def main(argv=None) -> int:
     bb.add_argument("--quiet", action="store_true")
     bb.set_defaults(fn=_bench_backends)
 
+    bd = sub.add_parser("bench-driver", help="rxlab's driver vs the release db_bench, rxlab fio vs fio")
+    bd.add_argument("--dir", help="where the DBs live (default data/bench or $RXLAB_BENCH_DIR)")
+    bd.add_argument("--duration", type=int, default=10)
+    bd.add_argument("--fio-runtime", type=int, default=10)
+    bd.add_argument("--repeats", type=int, default=3)
+    bd.add_argument("--quiet", action="store_true")
+    bd.set_defaults(fn=_bench_driver)
+    r = sub.add_parser("runs", help="list stored runs")
+    r.add_argument("--dir", help="results root (default data/runs or $RXLAB_RUNS)")
+    r.add_argument("--all", action="store_true", help="include failed and incomplete runs")
+    r.set_defaults(fn=_runs)
+    sh = sub.add_parser("show", help="print a stored run's tables")
+    sh.add_argument("run", help="run id or path")
+    sh.add_argument("--dir")
+    sh.add_argument("--json", action="store_true")
+    sh.set_defaults(fn=_show)
+    sub.add_parser("bench", help="db_bench workloads in-process; db_bench's flags (rxlab bench --help)")
+    sub.add_parser("fio", help="rxlab's raw-IO baseline; fio's flags (rxlab fio --help)")
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("bench", "fio"):
+        try:
+            return _bench(argv[1:]) if argv[0] == "bench" else _fio(argv[1:])
+        except (ValueError, FileNotFoundError, RuntimeError) as e:
+            msg = str(e).strip().splitlines()
+            print(f"rxlab {argv[0]}: {msg[0] if msg else type(e).__name__}", file=sys.stderr)
+            return 2
     a = ap.parse_args(argv)
     try:
         a.fn(a)

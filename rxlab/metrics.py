@@ -151,3 +151,26 @@ def efficiency(rows, baseline_row) -> pd.DataFrame:
     out["us.inc"] = out["usPer"] - b_us
     out["cpu.inc"] = out["cpuPer"] - b_cpu
     return out
+
+
+def histogram_percentiles(buckets, ps=PERCENTILES) -> dict[str, float]:
+    """Percentile columns from log-linear buckets [(lower_us, count), ...].
+
+    The value is interpolated inside its bucket, as the C++ histogram does, so
+    a percentile computed here and one computed in C++ agree.
+    """
+    b = sorted((float(lo), int(c)) for lo, c in buckets if c)
+    n = sum(c for _, c in b)
+    out = {}
+    for p in ps:
+        if n == 0:
+            out[percentile_column(p)] = float("nan")
+            continue
+        target, seen = p / 100.0 * n, 0
+        for i, (lo, c) in enumerate(b):
+            if seen + c >= target:
+                hi = b[i + 1][0] if i + 1 < len(b) and b[i + 1][0] < lo * 1.07 else lo * (1 + 1 / 32)
+                out[percentile_column(p)] = lo + (target - seen) / c * (hi - lo)
+                break
+            seen += c
+    return out

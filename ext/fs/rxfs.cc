@@ -335,10 +335,12 @@ struct ThreadState {
       }
       if (static_cast<uint64_t>(inflight) > max_inflight) max_inflight = static_cast<uint64_t>(inflight);
       if (remaining == 0) break;
+      // With everything submitted and no deadline pending, nothing can be
+      // done before the whole batch is back: wait for all of it in one
+      // system call (io_uring_submit_and_wait / io_getevents min_nr).
+      bool wait_all = held.empty() && ready.empty();
       if (queued) {
-        // Submit, and when nothing else can happen meanwhile, wait for a
-        // completion in the same system call.
-        int rc = e->Commit(held.empty() ? 1 : 0);
+        int rc = e->Commit(held.empty() ? (wait_all ? inflight : 1) : 0);
         if (rc < 0) return rc;
       }
       if (inflight > 0) {
@@ -349,7 +351,7 @@ struct ThreadState {
           uint64_t now = MonoNs();
           timeout = first > now ? static_cast<int64_t>(first - now) : 0;
         }
-        int got = e->Reap(1, inflight, out.data(), timeout);
+        int got = e->Reap(wait_all ? inflight : 1, inflight, out.data(), timeout);
         if (got < 0 && got != -ETIME) return got;
         for (int k = 0; k < got; k++) {
           inflight--;

@@ -1,0 +1,96 @@
+"""The driver benchmark: rxlab's in-process driver against the release db_bench.
+
+On the backends benchmark's DB (>= 2 GiB, loaded and compacted by db_bench,
+so this also shows rxlab reading a db_bench DB), readrandom at 1 and 2
+threads with the same flags, alternated and repeated; then rxlab fio against
+real fio (sync qd1, libaio and io_uring qd32). Medians with the spread.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from . import driver, metrics, rawio, refs
+from .backends_bench import COMMON, KEY_SIZE, VALUE_SIZE, Bench
+from .builds import active_build
+
+
+def _db_bench(db: Path, num: int, threads: int, duration: int) -> dict:
+    flags = {**COMMON, "db": str(db), "benchmarks": "readrandom", "use_existing_db": 1, "num": num,
+             "threads": threads, "duration": duration}
+    return refs.run_db_bench(active_build() / "bin" / "db_bench", flags)[-1]
+
+
+def _rxlab(db: Path, num: int, threads: int, duration: int) -> dict:
+    spec = driver.RunSpec(db=str(db), backend="default?io_uring=1", num=num, key_size=KEY_SIZE,
+                          value_size=VALUE_SIZE, threads=threads, duration=duration, block_size=8192,
+                          block_align=True, cache_size=8 << 20, bloom_bits=10, use_existing_db=True,
+                          target_file_size_base=COMMON["target_file_size_base"],
+                          max_bytes_for_level_base=COMMON["max_bytes_for_level_base"],
+                          steps=["readrandom"], statistics=False, name="driver-bench")
+    driver.validate(spec)
+    sess = driver.Session(spec)
+    try:
+        return sess.run_step({"name": "readrandom", "label": "readrandom"})
+    finally:
+        sess.close()
+
+
+def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10, quiet: bool = False):
+    b = Bench(root, duration=duration, repeats=repeats, quiet=quiet)
+    db = root / "db-aligned"
+    b.load(db, True, b.size_gib)
+    rows = []
+
+    def log(m):
+        if not quiet:
+            print(m, file=sys.stderr, flush=True)
+
+    for rep in range(repeats):
+        for threads in (1, 2):
+            for tool, fn in (("db_bench", _db_bench), ("rxlab", _rxlab)):
+                r = fn(db, b.num, threads, duration)
+                sc = metrics.seed_columns([r]).iloc[0]
+                rows.append({"section": "readrandom", "tool": tool, "threads": threads, "rep": rep,
+                             "qps": sc["qps"], "usPer": sc["usPer"], "syPer": sc["syPer"],
+                             "cpuPer": sc["cpuPer"], "iops": sc["iops"], "found": r.get("found"),
+                             "ops": r["ops"]})
+                log(f"  readrandom t={threads} {tool:8} rep {rep}: {sc['qps']:8.0f} qps, "
+                    f"{sc['cpuPer']:5.1f} us CPU/op, found {r.get('found')}/{r['ops']}")
+    fio_file = root / "fio-2g.dat"
+    for rep in range(repeats):
+        for eng, qd in (("sync", 1), ("libaio", 32), ("io_uring", 32)):
+            ours = rawio.run(fio_file, bs="8k", size="2g", ioengine=eng, iodepth=qd, runtime=fio_runtime,
+                             ramp_time=1)[-1]
+            real = [r for r in refs.run_fio(fio_file, bs="8k", size="2g", ioengine=eng, iodepth=qd,
+                                            runtime=fio_runtime, ramp_time=1) if r.get("job") == "total"]
+            real = real[0] if real else refs.run_fio(fio_file, bs="8k", size="2g", ioengine=eng,
+                                                     iodepth=qd, runtime=fio_runtime, ramp_time=1)[-1]
+            for tool, r in (("rxlab fio", ours), ("fio", real)):
+                iops = r["ops"] / r["wall_s"]
+                cpu = 1e6 * (r["cpu_user_s"] + r["cpu_sys_s"]) / r["ops"]
+                rows.append({"section": f"fio {eng} qd{qd}", "tool": tool, "threads": 1, "rep": rep,
+                             "qps": iops, "cpuPer": cpu, "lat_mean_us": r.get("lat_mean_us")})
+                log(f"  fio {eng:8} qd{qd:<2} {tool:9} rep {rep}: {iops:8.0f} IOPS, {cpu:5.1f} us CPU/IO, "
+                    f"lat {r.get('lat_mean_us', float('nan')):6.1f} us")
+    return pd.DataFrame(rows)
+
+
+def summarize(df: pd.DataFrame) -> str:
+    g = df.groupby(["section", "threads", "tool"], sort=False)
+    med = g[["qps", "cpuPer"]].median()
+    table = med.assign(qps_min=g["qps"].min(), qps_max=g["qps"].max(), n=g.size()).reset_index()
+    out = [table.round(1).to_string(index=False), "", "targets (medians):"]
+    for t in (1, 2):
+        r, d = med.loc[("readrandom", t, "rxlab")], med.loc[("readrandom", t, "db_bench")]
+        out.append(f"  readrandom t={t}: rxlab/db_bench QPS {r.qps / d.qps:.3f} (target >= 1.00) "
+                   f"{'MET' if r.qps >= d.qps else 'MISSED'}; CPU/op {r.cpuPer:.1f} vs {d.cpuPer:.1f} us "
+                   f"{'MET' if r.cpuPer <= d.cpuPer else 'MISSED'}")
+    for sec in [s for s in med.index.get_level_values(0).unique() if s.startswith("fio")]:
+        o, f = med.loc[(sec, 1, "rxlab fio")], med.loc[(sec, 1, "fio")]
+        out.append(f"  {sec}: rxlab fio {o.qps:.0f} vs fio {f.qps:.0f} IOPS: {100 * (o.qps / f.qps - 1):+.1f}% "
+                   f"(target within 5%) {'MET' if abs(o.qps / f.qps - 1) <= 0.05 else 'MISSED'}; "
+                   f"CPU/IO {o.cpuPer:.1f} vs {f.cpuPer:.1f} us")
+    return "\n".join(out)

@@ -1,0 +1,129 @@
+"""rxlab's fio: the raw-IO baseline through rxlab's own engines.
+
+Random (or sequential) reads or writes of `bs` bytes over a file, O_DIRECT by
+default, `numjobs` threads each keeping `iodepth` requests in flight, for
+`runtime` seconds after `ramp_time`. It is measured the way RocksDB steps
+are (latency histogram, per-thread CPU, the device's /proc/diskstats), and
+it is the denominator of io.eff. fio's engine names are accepted: sync and
+psync map to rxlab's posix engine (pread), libaio and io_uring to ours.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import metrics, sysinfo
+
+ENGINES = {"sync": "posix", "psync": "posix", "posix": "posix", "libaio": "libaio", "io_uring": "io_uring"}
+RW = ("randread", "read", "randwrite", "write")
+
+
+def parse_size(v) -> int:
+    """'8k', '2g', '512', 4096 -> bytes (fio's binary suffixes)."""
+    if isinstance(v, int):
+        return v
+    s = str(v).strip().lower().removesuffix("b").removesuffix("i")
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    try:
+        if s and s[-1] in mult:
+            return int(float(s[:-1]) * mult[s[-1]])
+        return int(s)
+    except ValueError:
+        raise ValueError(f"size {v!r}: expected a number with an optional k, m, g or t suffix") from None
+
+
+def layout(filename: str | os.PathLike, size: int, quiet: bool = True) -> bool:
+    """Create or extend `filename` to `size` bytes of real (non-sparse) data.
+
+    Reads of a sparse hole never reach the device, so the file is written.
+    Returns True if it wrote anything.
+    """
+    p = Path(filename)
+    have = p.stat().st_size if p.exists() else 0
+    if have >= size:
+        return False
+    chunk = os.urandom(1 << 20)
+    with open(p, "ab") as f:
+        while have < size:
+            n = min(len(chunk), size - have)
+            f.write(chunk[:n])
+            have += n
+        f.flush()
+        os.fsync(f.fileno())
+    return True
+
+
+def engine_uri(ioengine: str, options: str = "") -> str:
+    if ioengine not in ENGINES:
+        raise ValueError(f"ioengine={ioengine!r}: allowed are {', '.join(ENGINES)}")
+    base = ENGINES[ioengine]
+    return f"{base}?{options}" if options else base
+
+
+def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True, ioengine: str = "sync",
+        iodepth: int = 1, numjobs: int = 1, runtime: float = 10, ramp_time: float = 1,
+        engine_options: str = "", seed: int = 1) -> list[dict]:
+    """Run the raw-IO benchmark; one row per job plus a total row (job='total')."""
+    from . import _core
+
+    if rw not in RW:
+        raise ValueError(f"rw={rw!r}: allowed are {', '.join(RW)}")
+    bs_b, size_b = parse_size(bs), parse_size(size)
+    uri = engine_uri(ioengine, engine_options)
+    _core.parse_uri(uri)
+    if runtime <= 0:
+        raise ValueError(f"runtime={runtime}: must be > 0 seconds")
+    if ramp_time < 0:
+        raise ValueError(f"ramp_time={ramp_time}: must be >= 0 seconds")
+    # The C++ side checks these too, but only after the file is laid out (2 GiB by default).
+    if bs_b < 512 or bs_b > 64 << 20 or (direct and bs_b % 4096):
+        raise ValueError(f"bs={bs_b}: must be 512 B..64 MiB, a multiple of 4096 with direct=1")
+    if not 1 <= int(iodepth) <= 4096:
+        raise ValueError(f"iodepth={iodepth}: must be 1..4096")
+    if not 1 <= int(numjobs) <= 256:
+        raise ValueError(f"numjobs={numjobs}: must be 1..256")
+    if size_b < bs_b:
+        raise ValueError(f"size={size_b}: smaller than bs={bs_b}")
+    layout(filename, size_b)
+    args = {"filename": str(filename), "engine": uri, "rw": rw, "bs": bs_b, "size": size_b,
+            "direct": bool(direct), "iodepth": int(iodepth), "numjobs": int(numjobs), "seed": seed}
+    if ramp_time > 0:
+        _core.rawio(**args, runtime=float(ramp_time))
+    dev = sysinfo.device_for_path(filename)
+    d0 = sysinfo.diskstats(dev.disk) if dev.disk else None
+    c0 = sysinfo.proc_stat_cpu()
+    res = _core.rawio(**args, runtime=float(runtime))
+    d1 = sysinfo.diskstats(dev.disk) if dev.disk else None
+    c1 = sysinfo.proc_stat_cpu()
+    name = f"fio-{ioengine}"
+    common = {"name": name, "tool": "rxlab-fio", "ioengine": ioengine, "engine_uri": uri, "rw": rw,
+              "bs": bs_b, "iodepth": iodepth, "numjobs": numjobs, "direct": bool(direct)}
+    rows, merged = [], {}
+    for j, job in enumerate(res["jobs"]):
+        buckets = [(lo / 1000.0, c) for lo, c in job["lat_buckets"]]
+        for lo, c in buckets:
+            merged[lo] = merged.get(lo, 0) + c
+        rows.append({**common, "job": str(j), "ops": job["ios"], "bytes": job["bytes"],
+                     "wall_s": job["seconds"], "cpu_user_s": job["cpu_user_s"],
+                     "cpu_sys_s": job["cpu_sys_s"], "syscalls": job["syscalls"],
+                     "lat_mean_us": job["lat_sum_ns"] / max(job["lat_count"], 1) / 1000.0,
+                     "max_us": job["lat_max_ns"] / 1000.0,
+                     **metrics.histogram_percentiles(buckets),
+                     "histograms": {"read" if "read" in rw else "write": buckets}})
+    jobs = res["jobs"]
+    total_lat = sum(j["lat_sum_ns"] for j in jobs) / max(sum(j["lat_count"] for j in jobs), 1) / 1000.0
+    total = {**common, "job": "total", "ops": sum(j["ios"] for j in jobs),
+             "bytes": sum(j["bytes"] for j in jobs), "wall_s": res["wall_s"],
+             "cpu_user_s": sum(j["cpu_user_s"] for j in jobs), "cpu_sys_s": sum(j["cpu_sys_s"] for j in jobs),
+             "syscalls": sum(j["syscalls"] for j in jobs), "lat_mean_us": total_lat,
+             "max_us": max(j["lat_max_ns"] for j in jobs) / 1000.0,
+             **metrics.histogram_percentiles(sorted(merged.items())),
+             "histograms": {"read" if "read" in rw else "write": sorted(merged.items())}}
+    if d0 is not None:
+        dd = sysinfo.diskstats_delta(d0, d1)
+        for k in ("reads", "read_sectors", "read_ticks_ms", "writes", "write_sectors", "write_ticks_ms"):
+            total[f"disk_{k}"] = dd.get(k)
+    for k, v in sysinfo.proc_stat_delta(c0, c1).items():
+        total[f"system_cpu.{k}"] = v
+    rows.append(total)
+    return rows
