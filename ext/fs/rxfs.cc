@@ -132,6 +132,7 @@ struct ThreadState {
   std::weak_ptr<StateRegistry> reg;
   std::shared_ptr<ThreadCounters> counters;
   const Config* cfg = nullptr;
+  const HotParams* hot = nullptr;
   const EngineDef* def = nullptr;
   std::unique_ptr<Engine> sync, async, buffered;
   std::string error;
@@ -141,7 +142,7 @@ struct ThreadState {
   std::vector<AsyncHandle*> async_held;
 
   Engine* SyncEngine(bool direct) {
-    if (cfg->Bool("iopoll") && !direct) {
+    if (hot->iopoll && !direct) {
       // Polled rings take O_DIRECT only: buffered files (WAL, MANIFEST) read
       // and write with pread/pwrite.
       if (!buffered) buffered = FindEngine("posix")->create(*cfg, counters.get(), &error);
@@ -154,7 +155,7 @@ struct ThreadState {
   // (measured: 55 us per WAL append against 1.6 us with pwrite), so unless
   // buffered_writes=engine they use pwrite; O_DIRECT writes stay on the engine.
   Engine* WriteEngine(Engine* e, bool direct) {
-    if (direct || cfg->Str("buffered_writes") != "pwrite" || e->synchronous()) return e;
+    if (direct || !hot->buffered_pwrite || e->synchronous()) return e;
     if (!buffered) buffered = FindEngine("posix")->create(*cfg, counters.get(), &error);
     return buffered.get();
   }
@@ -170,9 +171,9 @@ struct ThreadState {
   }
 
   uint64_t Deadline(uint64_t start) {
-    int64_t d = cfg->Int("delay_us");
+    int64_t d = hot->delay_us;
     if (d <= 0) return 0;
-    int64_t j = cfg->Int("jitter_us");
+    int64_t j = hot->jitter_us;
     double us = static_cast<double>(d);
     if (j > 0) us += (Rand() * 2.0 - 1.0) * static_cast<double>(j);
     return start + static_cast<uint64_t>(us * 1000.0);
@@ -181,15 +182,15 @@ struct ThreadState {
   // Apply injected faults to a completed read attempt, as the kernel could
   // have returned them.
   void InjectReadFault(Job* j) {
-    if (!j->faults || j->io.op != Op::kRead || j->io.res <= 0) return;
+    if (!hot->any_read_fault || !j->faults || j->io.op != Op::kRead || j->io.res <= 0) return;
     double p;
-    if ((p = cfg->Double("fault_eio")) > 0 && Rand() < p) {
+    if ((p = hot->p_eio) > 0 && Rand() < p) {
       j->io.res = -EIO;
-    } else if ((p = cfg->Double("fault_eintr")) > 0 && Rand() < p) {
+    } else if ((p = hot->p_eintr) > 0 && Rand() < p) {
       j->io.res = -EINTR;
-    } else if ((p = cfg->Double("fault_eagain")) > 0 && Rand() < p) {
+    } else if ((p = hot->p_eagain) > 0 && Rand() < p) {
       j->io.res = -EAGAIN;
-    } else if ((p = cfg->Double("fault_short_read")) > 0 && Rand() < p) {
+    } else if ((p = hot->p_short) > 0 && Rand() < p) {
       int64_t half = j->io.res / 2;
       if (j->direct) half -= half % static_cast<int64_t>(j->align);
       if (half <= 0) return;
@@ -422,6 +423,7 @@ ThreadState* RxFileSystem::State() {
     s = std::make_shared<ThreadState>();
     s->reg = reg_;
     s->cfg = &cfg_;
+    s->hot = &hot_;
     s->def = def_;
     s->counters = std::make_shared<ThreadCounters>();
     s->counters->enabled = cfg_.Bool("counters");
@@ -508,7 +510,7 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
                      void** io_handle, rocksdb::IOHandleDeleter* del_fn,
                      IODebugContext*) override {
     ThreadState* ts = fs_->State();
-    Engine* e = direct_ || !fs_->config().Bool("iopoll") ? ts->AsyncEngine() : ts->SyncEngine(false);
+    Engine* e = direct_ || !fs_->hot().iopoll ? ts->AsyncEngine() : ts->SyncEngine(false);
     if (!e) return IOStatus::IOError("rxlab " + fs_->config().engine + ": " + ts->error);
     ts->counters->Add(kEv_read_async);
     auto* h = new AsyncHandle;
@@ -939,6 +941,16 @@ RxFileSystem::RxFileSystem(Config cfg)
       def_(FindEngine(cfg_.engine)),
       id_(g_next_fs_id.fetch_add(1)),
       reg_(std::make_shared<StateRegistry>()) {
+  hot_.delay_us = cfg_.Int("delay_us");
+  hot_.jitter_us = cfg_.Int("jitter_us");
+  hot_.iopoll = cfg_.Bool("iopoll");
+  hot_.buffered_pwrite = cfg_.Str("buffered_writes") == "pwrite";
+  hot_.p_eio = cfg_.Double("fault_eio");
+  hot_.p_eintr = cfg_.Double("fault_eintr");
+  hot_.p_eagain = cfg_.Double("fault_eagain");
+  hot_.p_short = cfg_.Double("fault_short_read");
+  hot_.enospc_after = cfg_.Int("enospc_after");
+  hot_.any_read_fault = hot_.p_eio > 0 || hot_.p_eintr > 0 || hot_.p_eagain > 0 || hot_.p_short > 0;
   if (cfg_.Bool("registered_files")) {
     int n = static_cast<int>(cfg_.Int("max_files"));
     for (int i = n - 1; i >= 0; i--) free_slots_.push_back(i);
@@ -975,7 +987,7 @@ void RxFileSystem::FreeSlot(int slot, uint64_t file_id) {
 }
 
 bool RxFileSystem::CheckEnospc(size_t n, IOStatus* s) {
-  int64_t limit = cfg_.Int("enospc_after");
+  int64_t limit = hot_.enospc_after;
   if (limit < 0) return true;
   int64_t before = bytes_written_.fetch_add(static_cast<int64_t>(n));
   if (before + static_cast<int64_t>(n) <= limit) return true;

@@ -36,6 +36,17 @@ struct CounterSnapshot {
   std::string ToJson(const std::string& uri) const;
 };
 
+// The options the data path consults on every request, parsed once (a
+// string lookup per read showed up in profiles).
+struct HotParams {
+  int64_t delay_us = 0, jitter_us = 0;
+  bool iopoll = false;
+  bool buffered_pwrite = true;
+  double p_eio = 0, p_eintr = 0, p_eagain = 0, p_short = 0;
+  bool any_read_fault = false;
+  int64_t enospc_after = -1;
+};
+
 class RxFileSystem : public rocksdb::FileSystemWrapper {
  public:
   // Parse a URI and build the file system; nullptr and a one-line *err on a
@@ -71,6 +82,7 @@ class RxFileSystem : public rocksdb::FileSystemWrapper {
 #endif
 
   const Config& config() const { return cfg_; }
+  const HotParams& hot() const { return hot_; }
   std::string uri() const { return cfg_.Uri(); }
   CounterSnapshot Counters() const;
   void ResetCounters();
@@ -87,6 +99,7 @@ class RxFileSystem : public rocksdb::FileSystemWrapper {
                                  bool truncate, std::unique_ptr<rocksdb::FSWritableFile>* r);
 
   Config cfg_;
+  HotParams hot_;
   const EngineDef* def_;
   uint64_t id_;
   std::shared_ptr<StateRegistry> reg_;
