@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,13 +208,19 @@ def validate(spec: RunSpec) -> None:
     if bad:
         raise ValueError(f"unknown step option {bad[0]!r}: allowed are {', '.join(STEP_FIELDS)}")
     steps = expand(spec.steps)
-    if spec.backend.split("?")[0].removeprefix("rxlab://") not in ("default",):
+    if spec.backend == "default" or spec.backend.startswith("default?"):
+        # checked here as the C++ side does at open, which is after the run directory exists
+        if spec.backend.removeprefix("default").removeprefix("?") not in ("", "io_uring=0", "io_uring=1"):
+            raise ValueError(f"backend {spec.backend!r}: the default file system takes only "
+                             "io_uring=0 or io_uring=1")
+    else:
         from . import _core
 
-        _core.parse_uri(spec.backend)  # ValueError with the reason
+        # the combination first: it is wrong on any machine, whatever the device check below says
         if "iopoll=1" in spec.backend and not (spec.use_direct_reads and spec.use_direct_io_for_flush_and_compaction):
             raise ValueError("iopoll=1 needs O_DIRECT: set use_direct_reads and "
                              "use_direct_io_for_flush_and_compaction")
+        _core.parse_uri(spec.backend)  # ValueError with the reason
     db = Path(spec.db)
     if spec.use_existing_db and not (db / "CURRENT").is_file():
         raise ValueError(f"use_existing_db: no RocksDB database at {db}")
@@ -247,12 +252,17 @@ def direct_io_works(path: Path) -> bool:
             pass
 
 
-def step_spec(spec: RunSpec, step: Mapping) -> dict:
-    """The C++ StepSpec for one step: run-level defaults, then the step's own."""
+def step_spec(spec: RunSpec, step: Mapping, index: int = 0) -> dict:
+    """The C++ StepSpec for one step: run-level defaults, then the step's own.
+
+    `index` (the step's place in the run) offsets the seed, as db_bench seeds each
+    benchmark's threads differently: with one seed for every step, readrandom after
+    fillrandom would read exactly the keys just written, and each readrandom the same keys.
+    """
     d = {"name": step["name"], "num": spec.num, "threads": spec.threads, "key_size": spec.key_size,
          "value_size": spec.value_size, "seek_nexts": spec.seek_nexts, "batch_size": spec.batch_size,
          "async_io": spec.async_io, "multiread_batched": spec.multiread_batched,
-         "write_rate_limit": spec.write_rate_limit, "perf_level": spec.perf_level, "seed": spec.seed}
+         "write_rate_limit": spec.write_rate_limit, "perf_level": spec.perf_level, "seed": spec.seed + index}
     if step["name"] in READ_STEPS:
         d["duration"] = spec.duration
         d["ops"] = spec.reads
@@ -276,14 +286,17 @@ class Session:
         self.device = sysinfo.device_for_path(spec.db)
         Path(spec.db).mkdir(parents=True, exist_ok=True)
         self.db = _core.DB(str(spec.db), spec.backend, rocksdb_options(spec, bloom_bits), spec.statistics)
+        self.steps_run = 0
 
     def close(self) -> None:
         self.db.close()
 
-    def run_step(self, step: Mapping) -> dict:
+    def run_step(self, step: Mapping, index: int | None = None) -> dict:
+        """Run one step; `index` (default: steps run so far in this session) offsets the seed."""
         from . import _core
 
-        sspec = step_spec(self.spec, step)
+        sspec = step_spec(self.spec, step, self.steps_run if index is None else index)
+        self.steps_run += 1
         disk = self.device.disk
         d0 = sysinfo.diskstats(disk) if disk else None
         c0, r0 = sysinfo.proc_stat_cpu(), sysinfo.rusage()
@@ -363,18 +376,18 @@ def run(spec: RunSpec | Mapping, root: str | os.PathLike | None = None, progress
     import json
 
     fp = sysinfo.fingerprint(spec.db, rocksdb_build=json.loads(rec))
-    with RunWriter(root, spec.to_dict(), fp) as w:
-        sess = Session(spec)
-        try:
+    # Open first: bad RocksDB options are refused before the run directory exists.
+    sess = Session(spec)
+    try:
+        with RunWriter(root, spec.to_dict(), fp) as w:
             for i, step in enumerate(tqdm(steps, desc=spec.name, disable=not progress, unit="step")):
                 if "reopen" in step:
                     sess.close()
                     sess = Session(spec, bloom_bits=step["reopen"].get("bloom_bits"))
                     continue
-                row = sess.run_step(step)
+                row = sess.run_step(step, index=i)
                 row["step_index"] = i
                 w.add_step(row)
-        finally:
-            sess.close()
-        time.sleep(0)
+    finally:
+        sess.close()
     return w.path

@@ -58,6 +58,7 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
   }
   memset(bufs, 0x5a, s.bs * static_cast<size_t>(depth));
   int64_t delay = cfg.Int("delay_us"), jitter = cfg.Int("jitter_us");
+  uint64_t spin = static_cast<uint64_t>(cfg.Int("delay_spin_us")) * 1000;
   if (delay > 0) prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   uint64_t blocks = file_size / s.bs;
   uint64_t rng = s.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(job) * 7919 + 1;
@@ -105,7 +106,9 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
     }
     if (!running && inflight == 0 && held.empty()) break;
     bool queued = false;
-    while (running && !free_slots.empty()) {
+    // Re-check the clock per request: a synchronous engine completes inside
+    // Queue() and hands its slot straight back.
+    while (!free_slots.empty() && MonoNs() < end) {
       Slot* sl = free_slots.back();
       uint64_t b = random ? next_rand() % blocks : (seq++ % blocks);
       sl->io.offset = b * s.bs;
@@ -126,8 +129,7 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
         uint64_t t = MonoNs();
         if (sl->deadline > t) {
           // A synchronous engine blocks for the emulated latency too.
-          while (MonoNs() < sl->deadline) {
-          }
+          WaitUntil(sl->deadline, spin);
           t = MonoNs();
         }
         finish(sl, t);
@@ -158,8 +160,7 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
     } else if (!held.empty()) {
       uint64_t first = UINT64_MAX;
       for (Slot* h : held) first = std::min(first, h->deadline);
-      while (MonoNs() < first) {
-      }
+      WaitUntil(first, spin);
     }
   }
   out->seconds = static_cast<double>(MonoNs() - t0) / 1e9;

@@ -122,4 +122,10 @@ bool ParseUri(const std::string& uri, Config* cfg, std::string* err);
 // Monotonic clock in nanoseconds.
 uint64_t NowNs();
 
+// Wait until `deadline` (monotonic ns): sleep, then spin the last `spin_ns`
+// for precision (the caller sets its timer slack to 1 ns). Spinning costs
+// CPU that getrusage counts: delay_spin_us=0 trades precision for CPU
+// figures free of it.
+void WaitUntil(uint64_t deadline, uint64_t spin_ns);
+
 }  // namespace rxlab

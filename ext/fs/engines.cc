@@ -1,5 +1,7 @@
 // The engine registry, the options every engine shares, and URI parsing.
+#include <cerrno>
 #include <cstdlib>
+#include <ctime>
 #include <cstring>
 #include <sstream>
 
@@ -31,6 +33,7 @@ const std::vector<OptionDef>& CommonOptions() {
       {"depth", "64", "requests in flight per ring/context (MultiRead batches beyond it are split)"},
       {"delay_us", "0", "completion deadline per device read: it completes no earlier than submission + delay"},
       {"jitter_us", "0", "uniform random +/- added to delay_us per read"},
+      {"delay_spin_us", "30", "spin (not sleep) the last part of a delay, for precision; costs CPU"},
       {"counters", "1", "count reads, writes and syscalls (0 = off, to measure their cost)"},
       {"counters_path", "", "write the counters as JSON here at process exit (plugin)"},
       {"powerloss", "0", "keep data not yet synced in process memory, so SIGKILL loses it"},
@@ -47,6 +50,18 @@ const std::vector<OptionDef>& CommonOptions() {
 }
 
 uint64_t NowNs() { return MonoNs(); }
+
+void WaitUntil(uint64_t deadline, uint64_t spin_ns) {
+  uint64_t now = MonoNs();
+  if (deadline > now + spin_ns) {
+    uint64_t t = deadline - spin_ns;
+    timespec ts{static_cast<time_t>(t / 1000000000), static_cast<long>(t % 1000000000)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
+  }
+  while (MonoNs() < deadline) {
+  }
+}
 
 const char* const kSysNames[kNumSys] = {
 #define RXLAB_NAME(n) #n,

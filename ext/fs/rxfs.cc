@@ -81,21 +81,6 @@ struct Job {
   }
 };
 
-// Sleep until `deadline` (monotonic ns) with a few microseconds' precision:
-// the thread's timer slack is 1 ns, and the last stretch is spun.
-void WaitUntil(uint64_t deadline) {
-  constexpr uint64_t kSpinNs = 30000;
-  uint64_t now = MonoNs();
-  if (deadline > now + kSpinNs) {
-    uint64_t t = deadline - kSpinNs;
-    timespec ts{static_cast<time_t>(t / 1000000000), static_cast<long>(t % 1000000000)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-    }
-  }
-  while (MonoNs() < deadline) {
-  }
-}
-
 // The logical block size of the device holding fd (what O_DIRECT requires),
 // as RocksDB's own posix file system reports it; 4096 if unknown.
 size_t LogicalBlockSize(int fd) {
@@ -170,6 +155,7 @@ struct ThreadState {
     return static_cast<double>((rng * 2685821657736338717ull) >> 11) * (1.0 / 9007199254740992.0);
   }
 
+  uint64_t spin_ns() const { return static_cast<uint64_t>(hot->delay_spin_us) * 1000; }
   uint64_t Deadline(uint64_t start) {
     int64_t d = hot->delay_us;
     if (d <= 0) return 0;
@@ -265,7 +251,7 @@ struct ThreadState {
     }
     if (j->deadline_ns && MonoNs() < j->deadline_ns) {
       counters->Add(kEv_delayed);
-      WaitUntil(j->deadline_ns);
+      WaitUntil(j->deadline_ns, spin_ns());
     }
     Finish(j);
     return 0;
@@ -326,7 +312,7 @@ struct ThreadState {
           if (!held.empty() && e->synchronous()) {
             uint64_t first = held.front()->deadline_ns;
             for (Job* h : held) first = std::min(first, h->deadline_ns);
-            WaitUntil(first);
+            WaitUntil(first, spin_ns());
             release_held(MonoNs());
           }
         } else {
@@ -361,7 +347,7 @@ struct ThreadState {
       } else if (!held.empty() && ready.empty()) {
         uint64_t first = held.front()->deadline_ns;
         for (Job* h : held) first = std::min(first, h->deadline_ns);
-        WaitUntil(first);
+        WaitUntil(first, spin_ns());
       }
       release_held(MonoNs());
     }
@@ -631,7 +617,7 @@ void RxRandomAccessFile::PumpAsync(ThreadState* ts, Engine* e, bool block) {
   } else if (!ts->async_held.empty() && block) {
     uint64_t first = UINT64_MAX;
     for (AsyncHandle* h : ts->async_held) first = std::min(first, h->job.deadline_ns);
-    WaitUntil(first);
+    WaitUntil(first, ts->spin_ns());
   }
   for (int k = 0; k < got; k++) {
     auto* h = static_cast<AsyncHandle*>(static_cast<Job*>(out[k]->job)->handle);
@@ -943,6 +929,7 @@ RxFileSystem::RxFileSystem(Config cfg)
       reg_(std::make_shared<StateRegistry>()) {
   hot_.delay_us = cfg_.Int("delay_us");
   hot_.jitter_us = cfg_.Int("jitter_us");
+  hot_.delay_spin_us = cfg_.Int("delay_spin_us");
   hot_.iopoll = cfg_.Bool("iopoll");
   hot_.buffered_pwrite = cfg_.Str("buffered_writes") == "pwrite";
   hot_.p_eio = cfg_.Double("fault_eio");

@@ -39,7 +39,7 @@ struct CounterSnapshot {
 // The options the data path consults on every request, parsed once (a
 // string lookup per read showed up in profiles).
 struct HotParams {
-  int64_t delay_us = 0, jitter_us = 0;
+  int64_t delay_us = 0, jitter_us = 0, delay_spin_us = 30;
   bool iopoll = false;
   bool buffered_pwrite = true;
   double p_eio = 0, p_eintr = 0, p_eagain = 0, p_short = 0;
