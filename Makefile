@@ -32,6 +32,8 @@ venv: $(VENV)/.deps
 # makes this a no-op when nothing changed.
 ext: rocksdb venv
 	$(PY) -m pip install -q --no-build-isolation -e ".[test,lab]"
+	@# papermill runs the notebooks on a kernel named python3: this venv's.
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 
 main:
 	$(VENV)/bin/rxlab compare --scale $(SCALE)

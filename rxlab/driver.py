@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -301,11 +302,41 @@ class Session:
         d0 = sysinfo.diskstats(disk) if disk else None
         c0, r0 = sysinfo.proc_stat_cpu(), sysinfo.rusage()
         f0, t0 = self.db.counters(), self.db.statistics()
-        res = _core.run_step(self.db, sspec)
+        # System counters sampled in a Python thread while the C++ threads
+        # run without the GIL: per-second device IOPS and CPU beside ops.
+        from .refs import Sampler
+
+        sampler = Sampler(disk, pid=os.getpid(), interval=0.25).start()
+        wall0 = time.time()
+        try:
+            res = _core.run_step(self.db, sspec)
+        finally:
+            sampler.stop()
+        series = merge_series(sampler.timeseries(wall0, time.time()), res)
         d1 = sysinfo.diskstats(disk) if disk else None
         c1, r1 = sysinfo.proc_stat_cpu(), sysinfo.rusage()
         f1, t1 = self.db.counters(), self.db.statistics()
-        return step_row(step, sspec, res, d0, d1, c0, c1, r0, r1, f0, f1, t0, t1, self.spec.backend)
+        row = step_row(step, sspec, res, d0, d1, c0, c1, r0, r1, f0, f1, t0, t1, self.spec.backend)
+        row["timeseries"] = series
+        return row
+
+
+def merge_series(system_rows: list[dict], res: Mapping) -> list[dict]:
+    """Per-second system samples with the step's operations in each second.
+
+    The C++ series is cumulative ops at 1 Hz on the monotonic clock from the
+    step's start; it is interpolated onto the sampler's periods.
+    """
+    import numpy as np
+
+    t = [0.0] + [ts - res["start_mono_s"] for ts, _ in res["ops_series"]] + [res["wall_s"]]
+    n = [0] + [ops for _, ops in res["ops_series"]] + [res["ops"]]
+    out = []
+    for r in system_rows:
+        a, b = r["t_s"], r["t_s"] + r["dt_s"]
+        ops = float(np.interp(b, t, n) - np.interp(a, t, n))
+        out.append({**r, "ops": ops, "qps": ops / r["dt_s"] if r["dt_s"] else float("nan")})
+    return out
 
 
 def _delta(a: Mapping, b: Mapping) -> dict:
@@ -354,7 +385,6 @@ def step_row(step, sspec, res, d0, d1, c0, c1, r0, r1, f0, f1, t0, t1, backend) 
     for k, v in _delta(t0, t1).items():
         if v:
             row[f"ticker.{k}"] = v
-    row["timeseries"] = [{"t_s": t - res["start_mono_s"], "ops": n} for t, n in res["ops_series"]]
     return row
 
 

@@ -2,28 +2,11 @@
 from __future__ import annotations
 
 import math
-import sys
-import types
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-
-def _rxlab_without_core() -> None:
-    """rxlab/__init__ imports the compiled core; metrics does not need it."""
-    try:
-        import rxlab  # noqa: F401
-    except ImportError as e:
-        if "_core" not in str(e):
-            raise
-        pkg = types.ModuleType("rxlab")
-        pkg.__path__ = [str(Path(__file__).resolve().parent.parent / "rxlab")]
-        sys.modules["rxlab"] = pkg
-
-
-_rxlab_without_core()
 from rxlab import metrics  # noqa: E402
 
 # The seed's fio rows (fio --ioengine=sync --iodepth=1 --bs=8k O_DIRECT).

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
-import types
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,19 +16,6 @@ import pytest
 pytestmark = pytest.mark.filterwarnings("error")
 
 
-def _rxlab_without_core() -> None:
-    """rxlab/__init__ imports the compiled core; the model does not need it."""
-    try:
-        import rxlab  # noqa: F401
-    except ImportError as e:
-        if "_core" not in str(e):
-            raise
-        pkg = types.ModuleType("rxlab")
-        pkg.__path__ = [str(Path(__file__).resolve().parent.parent / "rxlab")]
-        sys.modules["rxlab"] = pkg
-
-
-_rxlab_without_core()
 from rxlab import metrics, model, published  # noqa: E402
 
 

@@ -4,27 +4,11 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import sys
-import types
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-
-def _rxlab_without_core() -> None:
-    """rxlab/__init__ imports the compiled core; the references do not need it."""
-    try:
-        import rxlab  # noqa: F401
-    except ImportError as e:
-        if "_core" not in str(e):
-            raise
-        pkg = types.ModuleType("rxlab")
-        pkg.__path__ = [str(Path(__file__).resolve().parent.parent / "rxlab")]
-        sys.modules["rxlab"] = pkg
-
-
-_rxlab_without_core()
 from rxlab import metrics, refs, sysinfo  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent

@@ -7,25 +7,10 @@ import os
 import subprocess
 import sys
 import time
-import types
 from pathlib import Path
 
 import pytest
 
-
-def _rxlab_without_core() -> None:
-    """rxlab/__init__ imports the compiled core; sysinfo does not need it."""
-    try:
-        import rxlab  # noqa: F401
-    except ImportError as e:
-        if "_core" not in str(e):
-            raise
-        pkg = types.ModuleType("rxlab")
-        pkg.__path__ = [str(Path(__file__).resolve().parent.parent / "rxlab")]
-        sys.modules["rxlab"] = pkg
-
-
-_rxlab_without_core()
 from rxlab import sysinfo  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
