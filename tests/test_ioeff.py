@@ -1,0 +1,404 @@
+"""rxlab.ioeff without benchmarks: parameters, plan, the store round trip, the seed's tables, figures.
+
+A synthetic study is written to a tmp store with store.RunWriter, named as
+run_study names its runs, with raw step counters chosen so that every seed
+column has a known value (fio: 10,000 reads/s per job; RocksDB: io.eff 0.8,
+0.7, 0.9 for readrandom, 2, 3 in the middle repetition). It then goes through
+the same path as a real one: catalog -> load_study -> seed_tables. The real
+IO path (run_study) is exercised by tests/test_notebooks.py at smoke scale.
+"""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rxlab import driver, figures, ioeff, model, published, store
+
+STUDY = "20250101T000000abcd"
+FP = {"hostname": "testhost", "kernel": "6.x", "cores": 2, "device": {"disk": "vda"}}
+EFF = {"readrandom": 0.8, "readrandom2": 0.7, "readrandom3": 0.9}   # io.eff of the middle repetition
+CPU_INC = {"readrandom": 10.0, "readrandom2": 8.0, "readrandom3": 6.0}
+FIO_CPU_US = 12.0          # fio CPU per read (2 user + 10 system)
+REP_SCALE = (1.02, 1.0, 0.98)   # repetitions 0, 1, 2: the median is repetition 1
+
+
+@pytest.fixture(autouse=True)
+def _repo_data(monkeypatch):
+    monkeypatch.delenv("RXLAB_DATA", raising=False)
+
+
+def raw(name, ops, reads, user_us, sys_us, *, lat_us=100.0, kib=8.0, io_lat_us=60.0, **kw):
+    """A step row of raw counters over one second (see rxlab.metrics)."""
+    return {"name": name, "ops": ops, "wall_s": 1.0, "lat_mean_us": lat_us,
+            "cpu_user_s": user_us * ops / 1e6, "cpu_sys_s": sys_us * ops / 1e6,
+            "disk_reads": reads, "disk_read_sectors": reads * kib * 2,
+            "disk_read_ticks_ms": reads * io_lat_us / 1e3,
+            "disk_writes": 0, "disk_write_sectors": 0, "disk_write_ticks_ms": 0, **kw}
+
+
+def write_study(root, *, threads=(1, 2), block_align=(True, False), reps=3, delays=(0,), excess=0.0):
+    """A stored study as run_study would leave it (one fio run and one sequence per configuration)."""
+    paths = []
+    for rep in range(reps):
+        k = REP_SCALE[rep]
+        for d in delays:
+            for t in threads:
+                fio_reads = int(10_000 * t)
+                spec = {"name": f"ioeff-{STUDY}-r{rep}-t{t}-d{d}-fio", "tool": "rxlab-fio", "scale": "smoke",
+                        "backend": "posix", "study_backend": "posix", "threads": t, "delay_us": d}
+                with store.RunWriter(root, spec, FP) as w:
+                    w.add_step({**raw("fio-sync", fio_reads, fio_reads, 1.0, 11.0), "job": "0",
+                                "tool": "rxlab-fio"})
+                    device = int(fio_reads * (1 + excess))
+                    w.add_step({**raw("fio-sync", fio_reads, device, 2.0, 10.0, lat_us=90.0), "job": "total",
+                                "tool": "rxlab-fio"})
+                paths.append(w.path)
+                for ba in block_align:
+                    uri = ioeff.with_delay("posix", d)
+                    spec = {"name": f"ioeff-{STUDY}-r{rep}-t{t}-d{d}-ba{int(ba)}", "backend": uri,
+                            "threads": t, "block_align": ba, "scale": "smoke", "steps": ["io_efficiency"]}
+                    with store.RunWriter(root, spec, FP) as w:
+                        w.add_step({**raw("fillseq", 30_000, 0, 3.0, 2.0), "threads": 1, "backend": uri})
+                        for test, eff in EFF.items():
+                            reads = round(fio_reads * eff * k * (1.0 if ba else 0.93))
+                            cpu = FIO_CPU_US + CPU_INC[test]
+                            row = raw(test, reads, reads, cpu * 0.6, cpu * 0.4, kib=8.0 if ba else 8.8)
+                            w.add_step({**row, "threads": t, "backend": uri, "fs.reads": reads})
+                    paths.append(w.path)
+    return paths
+
+
+@pytest.fixture
+def study(tmp_path):
+    write_study(tmp_path / "runs")
+    res = ioeff.load_study(tmp_path / "runs")
+    assert res is not None
+    return res
+
+
+# --------------------------------------------------------------------------- parameters
+
+def test_params_defaults_and_normalisation():
+    p = ioeff.Params.checked(scale="smoke")
+    assert (p.backend, p.threads, p.block_align, p.delay_us, p.value_size) == ("posix", [1, 2], [True, False],
+                                                                                [0], 400)
+    p = ioeff.Params.checked(scale="smoke", threads=2, block_align=True, delay_us=100)
+    assert (p.threads, p.block_align, p.delay_us) == ([2], [True], [100])
+    s = ioeff.Params.checked(scale="smoke").settings()
+    assert (s.num, s.duration, s.fio_runtime, s.repeats, s.cache_size) == (30_000, 1.0, 1.0, 1, 1 << 20)
+    s = ioeff.Params.checked(scale="small").settings()
+    assert (s.num, s.cache_size, s.repeats) == (2_000_000, 8 << 20, 3)
+    assert 0.75 * 2**30 < s.db_bytes < 0.85 * 2**30 and 5 <= s.duration <= 10
+    s = ioeff.Params.checked(scale="smoke", db_size="1g", duration=2.5, repeats=2).settings()
+    assert (s.num, s.duration, s.fio_runtime, s.repeats) == (2**30 // 416, 2.5, 2.5, 2)
+    assert isinstance(s.table(), pd.DataFrame)
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"scale": "huge"}, "scale='huge': allowed are smoke, small, full"),
+    ({"threads": [0]}, "threads=[0]: expected a non-empty list of distinct integers 1..256"),
+    ({"threads": []}, "threads=[]"),
+    ({"threads": [1, 1]}, "threads=[1, 1]"),
+    ({"threads": [True]}, "threads=[True]"),
+    ({"threads": "2"}, "threads='2'"),
+    ({"backend": "nosuch"}, "backend='nosuch': unknown engine 'nosuch'"),
+    ({"backend": "io_uring?foo=1"}, "backend='io_uring?foo=1': unknown option 'foo'"),
+    ({"backend": "default?foo=1"}, "backend='default?foo=1': the default file system takes only"),
+    ({"backend": "posix?delay_us=5"}, "backend='posix?delay_us=5': give the delay through the delay_us"),
+    ({"backend": ""}, "backend=''"),
+    ({"block_align": [1]}, "block_align=[1]: expected True, False"),
+    ({"block_align": []}, "block_align=[]"),
+    ({"repeats": 0}, "repeats=0"),
+    ({"value_size": 0}, "value_size=0"),
+    ({"duration": 0}, "duration=0"),
+    ({"duration": "5"}, "duration='5'"),
+    ({"delay_us": [-1]}, "delay_us=[-1]"),
+    ({"delay_us": [100], "backend": "default"}, "delays need an rxlab engine"),
+    ({"db_size": "1k"}, "db_size='1k'"),
+    ({"db_size": "lots"}, "db_size='lots'"),
+    ({"db_dir": "/proc/rxlab-x"}, "db_dir='/proc/rxlab-x': its file system does not support O_DIRECT"),
+    ({"nosuch": 1}, "unknown parameter 'nosuch': allowed are backend, threads, scale"),
+])
+def test_bad_parameters_fail_on_one_line_naming_them(kw, message):
+    kw = {"scale": "smoke", **kw}
+    with pytest.raises(ValueError) as e:
+        ioeff.Params.checked(**kw)
+    assert message in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_full_scale_is_sized_from_the_free_disk(monkeypatch, tmp_path):
+    usage = namedtuple("usage", "total used free")
+
+    def free(gib):
+        monkeypatch.setattr(ioeff.shutil, "disk_usage", lambda p: usage(0, 0, int(gib * 2**30)))
+
+    free(30)
+    s = ioeff.Params.checked(scale="full", db_dir=str(tmp_path)).settings()
+    assert s.db_bytes == pytest.approx(30 * 2**30 * ioeff.FULL_DISK_FRACTION, rel=1e-3)
+    assert s.db_bytes >= 50 * s.cache_size and s.fio_size == s.db_bytes
+    free(1000)
+    s = ioeff.Params.checked(scale="full", db_dir=str(tmp_path)).settings()
+    assert s.db_bytes == pytest.approx(ioeff.FULL_MAX_BYTES, rel=1e-3)
+    free(10)
+    with pytest.raises(ValueError, match=r"^scale='full': needs 16 GiB free"):
+        ioeff.Params.checked(scale="full", db_dir=str(tmp_path))
+    free(1)
+    with pytest.raises(ValueError, match=r"^scale='small': needs about"):
+        ioeff.Params.checked(scale="small")
+
+
+def test_with_delays():
+    p = ioeff.Params.checked(scale="smoke", threads=[2, 1], block_align=[False, True])
+    assert p.with_delays([0]) is None
+    d = p.with_delays([0, 100, 200])
+    assert (d.threads, d.block_align, d.delay_us, d.scale) == ([1], [False], [0, 100, 200], "smoke")
+    with pytest.raises(ValueError, match=r"^delay_us=\[-5\]"):
+        p.with_delays([-5])
+    with pytest.raises(ValueError, match="delays need an rxlab engine"):
+        ioeff.Params.checked(scale="smoke", backend="default").with_delays([0, 100])
+
+
+def test_plan_alternates_fio_and_rocksdb_and_rotates():
+    p = ioeff.Params.checked(scale="smoke", repeats=2)
+    pl = ioeff.plan(p)
+    assert len(pl) == 2 * 2 * 3
+    first = pl[pl["rep"] == 0]
+    assert first["tool"].tolist() == ["rxlab-fio", "rocksdb", "rocksdb"] * 2
+    assert first["threads"].tolist() == [1, 1, 1, 2, 2, 2]
+    assert first["block_align"].tolist()[1:3] == [True, False]
+    second = pl[pl["rep"] == 1]
+    assert second["threads"].tolist() == [2, 2, 2, 1, 1, 1]
+    assert second["block_align"].tolist()[1:3] == [False, True]
+    for _, g in pl.groupby(["rep", "threads", "delay_us"]):
+        assert g["tool"].iloc[0] == "rxlab-fio"   # every RocksDB run follows its own fio baseline
+
+
+def test_sequence_is_the_seeds_with_single_threaded_loads():
+    s = ioeff.Params.checked(scale="smoke").settings()
+    seq = ioeff.sequence(s)
+    names = [x if isinstance(x, str) else x["name"] for x in seq]
+    assert names == driver.SEQUENCES["io_efficiency"]
+    steps = driver.expand(seq)
+    spec = driver.RunSpec(db="/tmp/x", threads=2, duration=1.0, num=100)
+    threads = {(st.get("label"), driver.step_spec(spec, st)["threads"]) for st in steps if "reopen" not in st}
+    for name, t in threads:
+        assert t == (2 if name in ("revrange", "readrandom", "readrandom2", "readrandom3") else 1), name
+    rev = next(st for st in steps if st.get("label") == "revrange")
+    assert driver.step_spec(spec, rev)["duration"] == s.revrange_duration
+
+
+def test_delay_in_the_backend_uri():
+    assert ioeff.with_delay("posix", 0) == "posix"
+    assert ioeff.with_delay("posix", 100) == "posix?delay_us=100"
+    assert ioeff.with_delay("io_uring?sqpoll=1", 50) == "io_uring?sqpoll=1&delay_us=50"
+    assert ioeff._strip_delay("io_uring?sqpoll=1&delay_us=50") == "io_uring?sqpoll=1"
+    assert ioeff._strip_delay("posix?delay_us=100") == "posix"
+
+
+# --------------------------------------------------------------------------- the store round trip
+
+def test_study_frame_from_the_store(study):
+    f = study.frame
+    assert study.study == STUDY and study.threads == [1, 2] and study.block_align == [True, False]
+    assert study.delays == [0] and study.repeats == 3 and study.backend == "posix"
+    assert len(study.runs) == 3 * 2 * 3 and all(p.is_dir() for p in study.runs)
+    fio = f[f["tool"] == "rxlab-fio"]
+    assert len(fio) == 3 * 2 and set(fio["job"]) == {"total"}     # per-job rows left in the store
+    db = f[f["tool"] == "rocksdb"]
+    assert set(db["test"]) == {"fillseq", *ioeff.SEED_TESTS}
+    assert set(db["block_align"]) == {True, False} and fio["block_align"].isna().all()
+    fill = db[db["test"] == "fillseq"]
+    assert (fill["step_threads"] == 1).all() and set(fill["threads"]) == {1, 2}
+    for c in ("study", "rep", "tool", "backend", "threads", "block_align", "delay_us", "test", "run_id",
+              "qps", "iops", "reqsz", "usPer", "syPer", "cpuPer", "rx.lat", "io.lat"):
+        assert c in f.columns, c
+
+
+def test_load_study_filters_and_skips_incomplete(tmp_path):
+    root = tmp_path / "runs"
+    assert ioeff.load_study(root) is None
+    write_study(root, threads=(1,), block_align=(True,), reps=1, delays=(0, 100))
+    assert ioeff.load_study(root, delayed=True).delays == [0, 100]
+    assert ioeff.load_study(root, delayed=False) is None
+    assert ioeff.load_study(root, backend="io_uring") is None
+    assert ioeff.load_study(root, scale="small") is None
+    assert ioeff.load_study(root, backend="posix", scale="smoke").study == STUDY
+    like = ioeff.Params.checked(scale="smoke", threads=[1], block_align=[True], delay_us=[100, 0])
+    assert ioeff.load_study(root, params=like).study == STUDY
+    for other in ({"threads": [1, 2]}, {"block_align": [True, False]}, {"delay_us": [0]}, {"scale": "small"},
+                  {"backend": "libaio"}):
+        kw = {"scale": "smoke", "threads": [1], "block_align": [True], "delay_us": [0, 100], **other}
+        assert ioeff.load_study(root, params=ioeff.Params.checked(**kw)) is None, other
+    # a RocksDB run without its fio baseline: not a complete study
+    spec = {"name": "ioeff-20250102T000000abcd-r0-t1-d0-ba1", "backend": "posix"}
+    with store.RunWriter(root, spec, FP) as w:
+        for test in ioeff.SEED_TESTS:
+            w.add_step(raw(test, 100, 100, 10.0, 10.0))
+    assert ioeff.load_study(root, study="20250102T000000abcd") is None
+    assert ioeff.load_study(root).study == STUDY
+
+
+# --------------------------------------------------------------------------- the seed's tables
+
+def test_seed_tables_shapes_and_columns(study):
+    t = ioeff.seed_tables(study)
+    assert list(t) == ["fio", "db_bench 1 user", "io.eff 1 user", "db_bench 2 users", "io.eff 2 users",
+                       "block_align disabled", "block_align enabled", "block_align effect"]
+    assert list(t["fio"].columns) == ["iops", "usPer", "syPer", "cpuPer", "lat.us", "numjobs", "source", "n",
+                                      "backend"]
+    db_cols = ["qps", "iops", "reqsz", "usPer", "syPer", "cpuPer", "rx.lat", "io.lat", "test", "users",
+               "source", "n", "backend"]
+    for k in ("db_bench 1 user", "db_bench 2 users", "block_align disabled", "block_align enabled"):
+        assert list(t[k].columns) == db_cols, k
+        assert t[k]["source"].tolist() == ["local"] * 3 + ["published"] * 3, k
+        assert t[k]["test"].tolist() == [*ioeff.SEED_TESTS] * 2, k
+    for k in ("io.eff 1 user", "io.eff 2 users"):
+        assert list(t[k].columns) == ["io.eff", "us.inc", "cpu.inc", "test", "users", "source", "n",
+                                      "backend"]
+    assert list(t["block_align effect"].columns) == ["test", "qps_on", "qps_off", "qps_change_pct",
+                                                     "reqsz_on", "reqsz_off", "users", "source"]
+    assert t["fio"]["source"].tolist() == ["local", "local", "published", "published"]
+
+
+def test_seed_tables_values_are_medians_beside_the_published(study):
+    t = ioeff.seed_tables(study)
+    fio = t["fio"].set_index(["source", "numjobs"])
+    assert fio.loc[("local", 1), "iops"] == pytest.approx(10_000)
+    assert fio.loc[("local", 2), "cpuPer"] == pytest.approx(FIO_CPU_US)
+    assert fio.loc[("local", 1), "lat.us"] == pytest.approx(90.0)
+    assert fio.loc[("local", 1), "n"] == 3
+    pub_fio = published.load("ioeff_fio").set_index("numjobs")
+    assert fio.loc[("published", 6), "iops"] == pub_fio.loc[6, "iops"]
+
+    for users in ("1 user", "2 users"):
+        e = t[f"io.eff {users}"]
+        loc = e[e["source"] == "local"].set_index("test")
+        for test, eff in EFF.items():       # the median repetition, against its own fio run
+            assert loc.loc[test, "io.eff"] == pytest.approx(eff, abs=2e-4)
+            assert loc.loc[test, "cpu.inc"] == pytest.approx(CPU_INC[test], abs=1e-6)
+            us_inc = 0.6 * (FIO_CPU_US + CPU_INC[test]) - 2.0
+            assert loc.loc[test, "us.inc"] == pytest.approx(us_inc, abs=1e-6)
+    pub = t["io.eff 2 users"]
+    pub = pub[pub["source"] == "published"]
+    assert (pub["users"] == 6).all()                    # beside 2 users: the seed's 6-user table
+    assert pub["io.eff"].tolist() == published.load("ioeff_efficiency").query("users == 6")["io.eff"].tolist()
+
+    db = t["db_bench 1 user"]
+    loc = db[db["source"] == "local"].set_index("test")
+    assert loc.loc["readrandom", "qps"] == pytest.approx(8000)
+    assert loc.loc["readrandom", "reqsz"] == pytest.approx(8.0)
+    assert loc.loc["readrandom", "io.lat"] == pytest.approx(60.0)
+
+    eff = t["block_align effect"]
+    loc, pub = eff[eff["source"] == "local"], eff[eff["source"] == "published"]
+    assert loc["qps_change_pct"].to_numpy() == pytest.approx((1 / 0.93 - 1) * 100, abs=0.05)
+    assert loc["reqsz_off"].to_numpy() == pytest.approx(8.8)
+    assert pub.set_index("test").loc["readrandom", "qps_change_pct"] == pytest.approx((8282 / 7629 - 1) * 100)
+
+
+def test_one_block_align_setting_has_no_block_align_tables(tmp_path):
+    write_study(tmp_path, threads=(1,), block_align=(False,), reps=1)
+    res = ioeff.load_study(tmp_path)
+    t = ioeff.seed_tables(res)
+    assert list(t) == ["fio", "db_bench 1 user", "io.eff 1 user"]
+    assert t["db_bench 1 user"].query("source == 'local'")["reqsz"].to_numpy() == pytest.approx([8.8] * 3)
+    with pytest.raises(ValueError, match="one block_align setting"):
+        ioeff.fig_block_align(res)
+
+
+def test_round_like_seed():
+    df = pd.DataFrame({"qps": [8282.4], "usPer": [11.64321], "io.eff": [0.84449], "reqsz": [8.54],
+                       "test": ["x"]})
+    r = ioeff.round_like_seed(df)
+    assert r.iloc[0].tolist() == [8282, 11.643, 0.844, 8.5, "x"]
+
+
+def test_findings_and_the_background_check(study, tmp_path):
+    t = ioeff.seed_tables(study)
+    bg = ioeff.background_io(study)
+    assert set(bg["tool"]) == {"rxlab-fio", "rocksdb"} and bg["excess_pct"].abs().max() < 1e-9
+    text = ioeff.findings(t, bg)
+    assert text.startswith("- The device was quiet")
+    assert "io.eff at 1 user: 0.700 to 0.900 here against 0.842 to 0.849 in the seed" in text
+    write_study(tmp_path / "busy", threads=(1,), block_align=(True,), reps=1, excess=0.5)
+    busy = ioeff.load_study(tmp_path / "busy")
+    bg = ioeff.background_io(busy)
+    assert bg.loc[bg["tool"] == "rxlab-fio", "excess_pct"].iloc[0] == pytest.approx(50.0)
+    text = ioeff.findings(ioeff.seed_tables(busy), bg)
+    assert text.startswith("- **Caution**: during these runs the device served up to 50% more reads")
+
+
+# --------------------------------------------------------------------------- figures
+
+def test_figures_of_notebook_10(study, tmp_path):
+    t = ioeff.seed_tables(study)
+    for fn in (ioeff.fig_qps, ioeff.fig_ioeff, ioeff.fig_block_align, ioeff.fig_reqsz):
+        fig = fn(study, t)
+        ax = fig.axes[0]
+        assert ax.patches, fn.__name__                       # bars drawn
+        paths = figures.save(fig, f"ioeff_test_{fn.__name__}", runs=study.runs, published=ioeff.PUBLISHED,
+                             directory=tmp_path)
+        assert all(p.stat().st_size > 0 for p in paths.values())
+    # qps: 2 local + 2 published series x 3 tests
+    assert len(ioeff.fig_qps(study, t).axes[0].patches) == 12
+
+
+# --------------------------------------------------------------------------- notebook 20's glue
+
+def test_model_rows(study):
+    rows = ioeff.model_rows(study)
+    assert set(rows["test"]) == {"fio-sync", *ioeff.SEED_TESTS}
+    db = rows[rows["tool"] == "rocksdb"]
+    assert db.groupby("test")["bloom"].first().to_dict() == {"readrandom": True, "readrandom2": True,
+                                                            "readrandom3": False}
+    assert not rows.loc[rows["tool"] == "rxlab-fio", "bloom"].any()
+    with pytest.raises(ValueError, match="no study"):
+        ioeff.model_rows(None)
+
+
+def test_compare_models_reproduces_the_seeds_arithmetic():
+    comp = ioeff.compare_models(model.published_frame())
+    t = comp.table
+    assert set(t["source"]) == {"published", "local"} and len(t) == 18
+    one = t[(t["source"] == "published") & (t["threads"] == 1) & (t["block_align"] == True)]  # noqa: E712
+    unrounded = model.seed_model_unrounded()["predicted"].to_numpy()
+    assert one["seed_iops_pred"].to_numpy() == pytest.approx(unrounded)
+    assert one["seed_err_pct"].to_numpy() == pytest.approx(
+        (np.array([9095.870, 9156.084, 9246.930]) / np.array([8350, 8327, 8400]) - 1) * 100, abs=1e-3)
+    s = comp.summary.set_index(["source", "model"])
+    assert list(comp.summary.columns) == ["source", "model", "rows", "max_abs_err_pct", "median_abs_err_pct",
+                                          "within_3pct"]
+    assert s.loc[("published", "seed"), "median_abs_err_pct"] > 5.0
+    assert s.loc[("published", "fitted"), "max_abs_err_pct"] < 5.0
+    text = ioeff.model_findings(comp)
+    assert "On the seed's tables (9 rows) the seed's model misses by a median" in text
+
+
+def test_held_out_and_sensitivity_on_the_published_rows():
+    rows = model.published_frame()
+    ho_rows, ho = ioeff.held_out(rows)
+    assert list(ho.columns) == ["split", "model", "rows", "max_abs_err_pct", "median_abs_err_pct", "note"]
+    splits = set(ho["split"])
+    assert {"readrandom held out", "readrandom2 held out", "readrandom3 held out", "block_align off from on",
+            "threads > 1 from 1"} <= splits
+    assert set(ho["model"]) <= {"fitted", "seed", ""} and len(ho_rows)
+    fit = model.fit(rows)
+    curves, points = ioeff.sensitivity_data(fit, rows)
+    assert set(curves["panel"]) == {"device", "cpu"} and set(curves["model"]) == {"seed", "fitted"}
+    dev = curves[(curves["panel"] == "device") & (curves["model"] == "seed")]
+    assert dev.groupby("cpu_per_query_us")["io.eff"].apply(lambda s: s.is_monotonic_increasing).all()
+    cpu = curves[(curves["panel"] == "cpu") & (curves["model"] == "seed")]
+    assert cpu.groupby("device_latency_us")["io.eff"].apply(lambda s: s.is_monotonic_decreasing).all()
+    assert {"local", "published"} == set(points["source"])
+    for name, fig in (("a", ioeff.fig_sensitivity_device(curves, points)),
+                      ("b", ioeff.fig_sensitivity_cpu(curves, points)),
+                      ("c", ioeff.fig_predicted_vs_measured(ioeff.compare_models(rows))),
+                      ("d", ioeff.fig_model_error(ioeff.compare_models(rows), ho_rows))):
+        assert fig.axes and fig.axes[0].lines, name
+        figures.plt.close(fig)
+    assert not math.isnan(points["y"].iloc[0])

@@ -1,0 +1,125 @@
+"""The notebooks run top to bottom under papermill at scale="smoke", and refuse bad parameters.
+
+Each notebook is executed as `rxlab report` and CI execute it: papermill, the
+parameters injected after the cell tagged `parameters`, kernel python3, cwd =
+notebooks/, the output notebook written to a tmp dir. RXLAB_RUNS and
+RXLAB_FIGURES point at tmp dirs, so nothing lands in the repository's
+data/runs/ or figures/. Notebook 10 runs first and notebook 20 finds its runs
+in the store (run alone, notebook 20 runs its own smoke study). These tests do
+real IO (seconds at smoke scale): the smoke scale is the contract that each
+notebook finishes well under a minute.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+papermill = pytest.importorskip("papermill")
+
+pytestmark = pytest.mark.timeout(300)
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = REPO / "notebooks"
+EXTS = ("pdf", "svg", "png", "json")
+FIGURES = {
+    "10_io_efficiency": ["ioeff_qps", "ioeff_ioeff", "ioeff_block_align", "ioeff_reqsz"],
+    "20_perf_model": ["model_predicted_vs_measured", "model_error", "model_sensitivity_device",
+                      "model_sensitivity_cpu"],
+}
+SMOKE_LIMIT_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """tmp runs and figures directories for the module, and a check that the repo's stay untouched."""
+    base = tmp_path_factory.mktemp("notebooks")
+    dirs = {"runs": base / "runs", "figures": base / "figures", "out": base / "out"}
+    for d in dirs.values():
+        d.mkdir()
+
+    def listing():
+        return {p: sorted(x.name for x in p.iterdir()) if p.is_dir() else None
+                for p in (REPO / "figures", REPO / "data" / "runs")}
+
+    before = listing()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RXLAB_RUNS", str(dirs["runs"]))
+        mp.setenv("RXLAB_FIGURES", str(dirs["figures"]))
+        mp.delenv("RXLAB_DATA", raising=False)
+        yield dirs
+    assert listing() == before, "a notebook wrote into the repository's figures/ or data/runs/"
+
+
+def execute(name: str, out_dir: Path, **parameters):
+    out = out_dir / f"{name}-{int(time.time() * 1000)}.ipynb"
+    t0 = time.monotonic()
+    papermill.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(out), parameters=parameters,
+                               kernel_name="python3", cwd=str(NOTEBOOKS), progress_bar=False,
+                               log_output=False, execution_timeout=240)
+    return nbformat.read(out, as_version=4), time.monotonic() - t0
+
+
+def error_outputs(nb) -> list[str]:
+    return [f"cell {i}: {o.get('ename')}: {o.get('evalue')}" for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def test_the_notebooks_are_parameterized_for_papermill():
+    for name in FIGURES:
+        nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert "parameters" in code[0].metadata.get("tags", []), name      # the first code cell
+        found = papermill.inspect_notebook(str(NOTEBOOKS / f"{name}.ipynb"))
+        params = {k: v["default"] for k, v in found.items()}
+        assert {"backend", "threads", "scale", "block_align", "db_dir", "repeats"} <= set(params), name
+        assert (params["backend"], params["threads"], params["scale"]) == ('"posix"', "[1, 2]", '"small"')
+        assert "ioeff.Params.checked(" in code[1].source, name               # validation: the next cell
+        assert not any(c.get("outputs") for c in code), f"{name}: commit the notebook without outputs"
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_notebook_runs_at_smoke_scale(name, lab):
+    nb, seconds = execute(name, lab["out"], scale="smoke")
+    assert not error_outputs(nb), error_outputs(nb)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and 'scale = "smoke"' in injected[0].source
+    runs = {p.name for p in lab["runs"].iterdir() if not p.name.startswith(".")}
+    assert runs, "no run stored"
+    for fig in FIGURES[name]:
+        for ext in EXTS:
+            p = lab["figures"] / f"{fig}.{ext}"
+            assert p.is_file() and p.stat().st_size > 0, p
+        side = json.loads((lab["figures"] / f"{fig}.json").read_text())
+        assert side["runs"] and {Path(r).name for r in side["runs"]} <= runs, fig
+        assert any("blog-2025-10-23" in s for s in side["published_sources"]), fig
+    assert seconds < SMOKE_LIMIT_S, f"{name} took {seconds:.0f} s at smoke scale"
+
+
+@pytest.mark.parametrize(("name", "parameters", "message"), [
+    ("10_io_efficiency", {"scale": "huge"}, "scale='huge': allowed are smoke, small, full"),
+    ("10_io_efficiency", {"threads": [0]}, "threads=[0]: expected a non-empty list of distinct integers"),
+    ("10_io_efficiency", {"backend": "nosuch"}, "backend='nosuch': unknown engine 'nosuch'"),
+    ("20_perf_model", {"scale": "huge"}, "scale='huge': allowed are smoke, small, full"),
+    ("20_perf_model", {"scale": "smoke", "delay_us": [-5]}, "delay_us=[-5]: expected a non-empty list"),
+])
+def test_a_bad_parameter_fails_in_the_validation_cell(name, parameters, message, lab):
+    with pytest.raises(papermill.PapermillExecutionError) as e:
+        execute(name, lab["out"], **parameters)
+    err = e.value
+    assert err.ename == "ValueError"
+    assert message in err.evalue and "\n" not in err.evalue
+    assert message in str(err)
+    out = max(lab["out"].glob(f"{name}-*.ipynb"), key=lambda p: p.stat().st_mtime)
+    nb = nbformat.read(out, as_version=4)
+    injected = next(i for i, c in enumerate(nb.cells) if "injected-parameters" in c.metadata.get("tags", []))
+    failed = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+              and any(o.get("output_type") == "error" for o in c.get("outputs", []))]
+    # the first code cell after papermill's injected parameters, and only it (papermill adds markdown
+    # cells that point at the error, so count code cells)
+    first_after = next(i for i in range(injected + 1, len(nb.cells)) if nb.cells[i].cell_type == "code")
+    assert failed == [first_after]
+    assert "ioeff.Params.checked(" in nb.cells[failed[0]].source
