@@ -82,7 +82,7 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
   std::vector<IoReq*> reaped(static_cast<size_t>(depth));
   double u0 = ThreadCpu(true), s0 = ThreadCpu(false);
   uint64_t t0 = MonoNs(), end = t0 + static_cast<uint64_t>(s.runtime * 1e9);
-  int inflight = 0;
+  int inflight = 0, since_submit = 0;
   auto finish = [&](Slot* sl, uint64_t now) {
     if (sl->io.res < 0 && sl->io.res != -EINTR && sl->io.res != -EAGAIN && error->empty())
       *error = std::string("io error: ") + strerror(static_cast<int>(-sl->io.res));
@@ -136,9 +136,23 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
       } else {
         inflight++;
         queued = true;
+        // fio's iodepth_batch_submit=1: each IO goes to the kernel as soon
+        // as it is queued, which keeps a virtio device's pipeline staggered.
+        if (++since_submit >= s.batch_submit) {
+          e->Commit(0);
+          since_submit = 0;
+          queued = false;
+        }
       }
     }
-    if (queued) e->Commit(held.empty() && inflight == depth ? 1 : 0);
+    // Submit at once and wait separately (as fio does): waiting for a
+    // completion in the submitting call hands the device whole bursts,
+    // which a virtio backend then completes together (measured: 32 IOs per
+    // io_uring_enter and 18% fewer IOPS than fio at qd32).
+    if (queued) {
+      e->Commit(0);
+      since_submit = 0;
+    }
     if (inflight > 0) {
       int64_t timeout = -1;
       if (!held.empty()) {

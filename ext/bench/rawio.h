@@ -23,6 +23,7 @@ struct RawIoSpec {
   int numjobs = 1;
   double runtime = 10;               // seconds
   uint64_t seed = 1;
+  int batch_submit = 1;              // fio's iodepth_batch_submit
 };
 
 struct RawIoJob {
