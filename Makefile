@@ -35,8 +35,14 @@ ext: rocksdb venv
 	@# papermill runs the notebooks on a kernel named python3: this venv's.
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 
+# The main job: every backend through the release db_bench, then the
+# IO-efficiency study (notebook 10) at $(SCALE) scale; the executed notebook
+# lands in notebooks/out/, its figures in figures/.
 main:
 	$(VENV)/bin/rxlab compare --scale $(SCALE)
+	@mkdir -p notebooks/out
+	cd notebooks && ../$(VENV)/bin/papermill --progress-bar -k python3 -p scale $(SCALE) \
+	    10_io_efficiency.ipynb out/10_io_efficiency.ipynb
 
 bench: ext
 	$(VENV)/bin/rxlab bench-backends
