@@ -190,6 +190,17 @@ def _show(a):
     _print_steps(run.steps, a.json, False)
 
 
+def _bench_paired(a):
+    from pathlib import Path
+
+    from .backends_bench import default_root, paired, summarize_paired
+
+    root = Path(a.dir) if a.dir else default_root()
+    pdf = paired(root, reps=a.reps, duration=a.duration, quiet=a.quiet)
+    pdf.to_csv(root / "backends-paired.csv", index=False)
+    print(summarize_paired(pdf))
+
+
 def _bench_driver(a):
     from pathlib import Path
 
@@ -233,6 +244,12 @@ def main(argv=None) -> int:
     bb.add_argument("--repeats", type=int, default=3)
     bb.add_argument("--quiet", action="store_true")
     bb.set_defaults(fn=_bench_backends)
+    bp = sub.add_parser("bench-paired", help="in-process back-to-back A/B pairs on the benchmark DB")
+    bp.add_argument("--dir")
+    bp.add_argument("--reps", type=int, default=8)
+    bp.add_argument("--duration", type=float, default=4)
+    bp.add_argument("--quiet", action="store_true")
+    bp.set_defaults(fn=_bench_paired)
 
     bd = sub.add_parser("bench-driver", help="rxlab's driver vs the release db_bench, rxlab fio vs fio")
     bd.add_argument("--dir", help="where the DBs live (default data/bench or $RXLAB_BENCH_DIR)")
