@@ -3,7 +3,15 @@
 The compiled core (`rxlab._core`) opens RocksDB on rxlab's IO backends; the
 Python modules around it run, store, model and plot measurements.
 """
-from ._core import DB, Iterator, RocksDBError, engines, parse_uri, rocksdb_version
+import os as _os
+
+# numpy/scipy's OpenBLAS starts a worker per core that spins after use; on
+# a small machine those threads steal time from the threads being measured
+# and inflate the process CPU per operation. rxlab needs no parallel BLAS.
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    _os.environ.setdefault(_v, "1")
+
+from ._core import DB, Iterator, RocksDBError, engines, parse_uri, rocksdb_version  # noqa: E402
 
 __version__ = "0.1.0"
 

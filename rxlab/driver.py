@@ -306,7 +306,7 @@ class Session:
         # run without the GIL: per-second device IOPS and CPU beside ops.
         from .refs import Sampler
 
-        sampler = Sampler(disk, pid=os.getpid(), interval=0.25).start()
+        sampler = Sampler(disk, pid=os.getpid(), interval=0.5).start()
         wall0 = time.time()
         try:
             res = _core.run_step(self.db, sspec)
