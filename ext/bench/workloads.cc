@@ -227,6 +227,22 @@ class Runner {
   int64_t ReadLimit() const { return s_.ops >= 0 ? s_.ops : s_.num; }
 
   static void Timed(ThreadOut& o, OpType op, uint64_t t0) { o.hist[op]->Add(MonoNs() - t0); }
+  // A lookup's outcome: found and bytes, or an error that ends the step.
+  static void CountLookup(ThreadOut& o, const rocksdb::Status& st, size_t key_size, size_t value_size,
+                          const char* what) {
+    if (st.ok()) {
+      o.found++;
+      o.bytes += static_cast<int64_t>(key_size + value_size);
+    } else if (!st.IsNotFound()) {
+      Check(st, what);
+    }
+  }
+  // One API call of n operations done; the 1 Hz sampler reads progress.
+  static void EndCall(ThreadOut& o, int64_t n) {
+    o.ops += n;
+    o.calls++;
+    o.progress.store(o.ops, std::memory_order_relaxed);
+  }
 
   std::string& Key(std::string& buf, uint64_t i) const {
     buf.resize(static_cast<size_t>(s_.key_size));
@@ -258,8 +274,7 @@ class Runner {
       }
       Check(db_.db()->Write(wo_, &batch), "write");
       Timed(o, kPut, t0);
-      o.calls++;
-      o.progress.store(o.ops, std::memory_order_relaxed);
+      EndCall(o, 0);  // ops were counted per entry of the batch
     }
   }
 
@@ -274,15 +289,8 @@ class Runner {
       uint64_t t0 = MonoNs();
       rocksdb::Status st = db_.db()->Get(ro_, db_.db()->DefaultColumnFamily(), key, &val);
       Timed(o, kGet, t0);
-      if (st.ok()) {
-        o.found++;
-        o.bytes += static_cast<int64_t>(key.size() + val.size());
-      } else if (!st.IsNotFound()) {
-        Check(st, "get");
-      }
-      o.ops++;
-      o.calls++;
-      o.progress.store(o.ops, std::memory_order_relaxed);
+      CountLookup(o, st, key.size(), val.size(), "get");
+      EndCall(o, 1);
     }
   }
 
@@ -313,18 +321,10 @@ class Runner {
         sts = db_.db()->MultiGet(ro_, ks, &strvals);
       }
       Timed(o, kMultiGet, t0);
-      for (size_t i = 0; i < n; i++) {
-        if (sts[i].ok()) {
-          o.found++;
-          o.bytes += static_cast<int64_t>(ks[i].size() +
-                                          (s_.multiread_batched ? vals[i].size() : strvals[i].size()));
-        } else if (!sts[i].IsNotFound()) {
-          Check(sts[i], "multiget");
-        }
-      }
-      o.ops += static_cast<int64_t>(n);
-      o.calls++;
-      o.progress.store(o.ops, std::memory_order_relaxed);
+      for (size_t i = 0; i < n; i++)
+        CountLookup(o, sts[i], ks[i].size(),
+                    sts[i].ok() ? (s_.multiread_batched ? vals[i].size() : strvals[i].size()) : 0, "multiget");
+      EndCall(o, static_cast<int64_t>(n));
     }
   }
 
@@ -351,9 +351,7 @@ class Runner {
       }
       Check(it->status(), "seek");
       Timed(o, kSeek, t0);
-      o.ops++;
-      o.calls++;
-      o.progress.store(o.ops, std::memory_order_relaxed);
+      EndCall(o, 1);
     }
   }
 
@@ -415,12 +413,7 @@ class Runner {
         val.Reset();
         rocksdb::Status st = db_.db()->Get(ro_, db_.db()->DefaultColumnFamily(), key, &val);
         Timed(o, kGet, t0);
-        if (st.ok()) {
-          o.found++;
-          o.bytes += static_cast<int64_t>(key.size() + val.size());
-        } else if (!st.IsNotFound()) {
-          Check(st, "get");
-        }
+        CountLookup(o, st, key.size(), val.size(), "get");
       } else if (type_pos < b1) {
         int64_t size = Pareto(u, s_.value_k, s_.value_sigma);
         if (size < 10) size = 10;
@@ -440,9 +433,7 @@ class Runner {
         Check(it->status(), "seek");
         Timed(o, kSeek, t0);
       }
-      o.ops++;
-      o.calls++;
-      o.progress.store(o.ops, std::memory_order_relaxed);
+      EndCall(o, 1);
     }
   }
 

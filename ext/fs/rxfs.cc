@@ -999,22 +999,25 @@ IOStatus OpenError(const std::string& f, bool direct, int err) {
 }
 }  // namespace
 
+template <typename File, typename Base>
+rocksdb::IOStatus RxFileSystem::OpenReadable(const std::string& f, const FileOptions& o,
+                                             std::unique_ptr<Base>* r) {
+  int fd = open(f.c_str(), O_RDONLY | OpenFlags(o.use_direct_reads));
+  if (fd < 0) return OpenError(f, o.use_direct_reads, errno);
+  r->reset(new File(this, f, fd, o.use_direct_reads));
+  return IOStatus::OK();
+}
+
 rocksdb::IOStatus RxFileSystem::NewSequentialFile(const std::string& f, const FileOptions& o,
                                                   std::unique_ptr<FSSequentialFile>* r,
                                                   IODebugContext*) {
-  int fd = open(f.c_str(), O_RDONLY | OpenFlags(o.use_direct_reads));
-  if (fd < 0) return OpenError(f, o.use_direct_reads, errno);
-  r->reset(new RxSequentialFile(this, f, fd, o.use_direct_reads));
-  return IOStatus::OK();
+  return OpenReadable<RxSequentialFile>(f, o, r);
 }
 
 rocksdb::IOStatus RxFileSystem::NewRandomAccessFile(const std::string& f, const FileOptions& o,
                                                     std::unique_ptr<FSRandomAccessFile>* r,
                                                     IODebugContext*) {
-  int fd = open(f.c_str(), O_RDONLY | OpenFlags(o.use_direct_reads));
-  if (fd < 0) return OpenError(f, o.use_direct_reads, errno);
-  r->reset(new RxRandomAccessFile(this, f, fd, o.use_direct_reads));
-  return IOStatus::OK();
+  return OpenReadable<RxRandomAccessFile>(f, o, r);
 }
 
 rocksdb::IOStatus RxFileSystem::OpenWritable(const std::string& f, const FileOptions& o,

@@ -95,6 +95,9 @@ class RxFileSystem : public rocksdb::FileSystemWrapper {
   bool FaultsApply(const std::string& fname) const;
 
  private:
+  template <typename File, typename Base>
+  rocksdb::IOStatus OpenReadable(const std::string& f, const rocksdb::FileOptions& o,
+                                 std::unique_ptr<Base>* r);
   rocksdb::IOStatus OpenWritable(const std::string& f, const rocksdb::FileOptions& o,
                                  bool truncate, std::unique_ptr<rocksdb::FSWritableFile>* r);
 
