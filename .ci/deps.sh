@@ -4,14 +4,21 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config patchelf git dpkg-dev
       libgflags-dev libsnappy-dev liblz4-dev libzstd-dev libbz2-dev zlib1g-dev
       liburing-dev libaio-dev fio strace python3-venv python3-dev)
-# perf: Debian calls it linux-perf, Ubuntu linux-tools-common.
-if apt-cache show linux-perf >/dev/null 2>&1; then pkgs+=(linux-perf); else pkgs+=(linux-tools-common); fi
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
+
 missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
-echo "rxlab: installing ${missing[*]}" >&2
+for p in "${pkgs[@]}"; do installed "$p" || missing+=("$p"); done
+# perf: Debian calls it linux-perf, Ubuntu linux-tools-common.
+have_perf=false
+if installed linux-perf || installed linux-tools-common; then have_perf=true; fi
+if [ ${#missing[@]} -eq 0 ] && $have_perf; then exit 0; fi
+
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+# Update first: on a new machine apt-cache knows no package before it.
 $SUDO apt-get update -q
+if ! $have_perf; then
+  if apt-cache show linux-perf >/dev/null 2>&1; then missing+=(linux-perf); else missing+=(linux-tools-common); fi
+fi
+echo "rxlab: installing ${missing[*]}" >&2
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
