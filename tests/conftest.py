@@ -160,3 +160,14 @@ def open_db() -> Callable:
 def backend(request) -> str:
     """Each backend of BACKENDS in turn."""
     return request.param
+
+
+def polled_queues_present() -> bool:
+    """Does any block device here have polled queues (what io_uring iopoll needs)?"""
+    for f in Path("/sys/block").glob("*/queue/io_poll"):
+        try:
+            if f.read_text().strip() == "1":
+                return True
+        except OSError:
+            pass
+    return False

@@ -23,13 +23,14 @@ from conftest import (
     BACKENDS,
     DATA_SYSCALLS,
     ENGINE_SYSCALLS,
-    pwrite_allowed,
     ENGINES,
     RX_BACKENDS,
     backend_id,
     engine_of,
     key,
     load_db,
+    polled_queues_present,
+    pwrite_allowed,
     rocksdb_options,
     value_for,
 )
@@ -680,15 +681,6 @@ def test_enospc_is_a_clear_error(engine, where, tmp_path, open_db):
 
 
 # ---------------------------------------------------------------- bad input
-
-def polled_queues_present() -> bool:
-    for f in Path("/sys/block").glob("*/queue/io_poll"):
-        try:
-            if f.read_text().strip() == "1":
-                return True
-        except OSError:
-            pass
-    return False
 
 
 # (backend, RocksDB options, exception, words the one-line message must contain)

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import polled_queues_present
 
 from rxlab import driver, metrics, rawio, store
 
@@ -135,15 +136,6 @@ def test_sigkill_mid_bench_leaves_nothing_complete(tmp_path):
 # ------------------------------------------------------------------ bad input
 
 
-def _any_polled_device() -> bool:
-    for f in Path("/sys/block").glob("*/queue/io_poll"):
-        try:
-            if f.read_text().strip() == "1":
-                return True
-        except OSError:
-            pass
-    return False
-
 
 SHM = Path("/dev/shm")
 SHM_DB = SHM / f"rxlab-test-{os.getpid()}" / "db"
@@ -201,7 +193,7 @@ FIO_BAD = [
 
 
 def _skip_reason(case: str) -> str | None:
-    if case.startswith("iopoll") and _any_polled_device():
+    if case.startswith("iopoll") and polled_queues_present():
         return "a device here has polled queues: iopoll=1 is valid"
     if case == "tmpfs-no-odirect":
         if not SHM.is_dir():
