@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from . import figures, metrics, model, published, store
+from . import params as checks
 
 __all__ = [
     "PUBLISHED", "SCALES", "SEED_TESTS", "Comparison", "Params", "Settings", "StudyResult", "background_io",
@@ -154,43 +155,8 @@ class Settings:
         return pd.DataFrame(rows, columns=["setting", "value"]).set_index("setting")
 
 
-def _fail(name: str, value, allowed: str):
-    raise ValueError(f"{name}={value!r}: {allowed}")
-
-
-def _as_list(v) -> list:
-    return list(v) if isinstance(v, (list, tuple)) else [v]
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
-def _is_bool(v) -> bool:
-    return isinstance(v, (bool, np.bool_))
-
-
-def _check_backend(backend) -> str:
-    if not isinstance(backend, str) or not backend.strip():
-        _fail("backend", backend, "expected a backend name or URI such as posix, io_uring?registered_files=1 "
-                                  "or default")
-    b = backend.strip()
-    base = b.removeprefix("rxlab://")
-    if "delay_us=" in base:
-        _fail("backend", backend, "give the delay through the delay_us parameter "
-                                  "(fio's baseline gets it too)")
-    if base == "default" or base.startswith("default?"):
-        if base.removeprefix("default").removeprefix("?") not in ("", "io_uring=0", "io_uring=1"):
-            _fail("backend", backend, "the default file system takes only io_uring=0 or io_uring=1")
-        return b
-    from . import _core
-
-    try:
-        _core.parse_uri(b)
-    except ValueError as e:
-        reason = str(e).splitlines()[0] if str(e) else "not a backend"
-        _fail("backend", backend, f"{reason}")
-    return b
+_fail, _as_list, _is_int, _is_bool, _check_backend = (checks.fail, checks.as_list, checks.is_int,
+                                                     checks.is_bool, checks.backend)
 
 
 def _bytes(v) -> int:
@@ -200,7 +166,7 @@ def _bytes(v) -> int:
 
 
 @dataclass
-class Params:
+class Params(checks.Checked):
     """The study's parameters (the notebooks' papermill parameters).
 
     backend: default, default?io_uring=1 or an rxlab engine URI (posix,
@@ -261,29 +227,8 @@ class Params:
             if n < MIB:
                 _fail("db_size", self.db_size,
                       "expected None (the scale's) or a size of at least 1m, e.g. '2g'")
-        if self.db_dir is not None:
-            if not isinstance(self.db_dir, (str, os.PathLike)) or not str(self.db_dir):
-                _fail("db_dir", self.db_dir, "expected None or a directory path")
-            self.db_dir = str(self.db_dir)
-            p = Path(self.db_dir)
-            if p.exists() and not p.is_dir():
-                _fail("db_dir", self.db_dir, "exists and is not a directory")
-            from .driver import direct_io_works
-
-            if not direct_io_works(p):
-                _fail("db_dir", self.db_dir,
-                      "its file system does not support O_DIRECT (the study reads with O_DIRECT to stay "
-                      "IO-bound); choose a directory on a disk file system")
+        self.db_dir = checks.db_dir(self.db_dir)
         self.settings()  # the disk must hold the scale
-
-    @classmethod
-    def checked(cls, **kw) -> Params:
-        """Params from keyword arguments; any bad one raises a one-line ValueError naming it."""
-        names = [f.name for f in dataclasses.fields(cls)]
-        bad = [k for k in kw if k not in names]
-        if bad:
-            raise ValueError(f"unknown parameter {bad[0]!r}: allowed are {', '.join(names)}")
-        return cls(**kw)
 
     def with_delays(self, delay_us) -> Params | None:
         """The delay study that goes with these parameters: one client (the smallest thread count),

@@ -25,11 +25,11 @@ pytestmark = pytest.mark.timeout(300)
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
 EXTS = ("pdf", "svg", "png", "json")
-FIGURES = {
-    "10_io_efficiency": ["ioeff_qps", "ioeff_ioeff", "ioeff_block_align", "ioeff_reqsz"],
-    "20_perf_model": ["model_predicted_vs_measured", "model_error", "model_sensitivity_device",
-                      "model_sensitivity_cpu"],
-}
+from rxlab.report import notebook_index
+
+INDEX = {nb.name: nb for nb in notebook_index()}
+FIGURES = {name: list(nb.figures) for name, nb in INDEX.items()}
+IOEFF_NOTEBOOKS = ("10_io_efficiency", "20_perf_model")
 SMOKE_LIMIT_S = 60.0
 
 
@@ -68,17 +68,34 @@ def error_outputs(nb) -> list[str]:
             if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
 
 
-def test_the_notebooks_are_parameterized_for_papermill():
-    for name in FIGURES:
-        nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
-        code = [c for c in nb.cells if c.cell_type == "code"]
-        assert "parameters" in code[0].metadata.get("tags", []), name      # the first code cell
-        found = papermill.inspect_notebook(str(NOTEBOOKS / f"{name}.ipynb"))
-        params = {k: v["default"] for k, v in found.items()}
+def test_every_notebook_declares_its_figures_and_seed():
+    assert set(IOEFF_NOTEBOOKS) <= set(INDEX)
+    seeds = REPO.parent / "shared" / "seeds"
+    for name, nb in INDEX.items():
+        if name.startswith("00_"):
+            continue  # the start-here notebook reproduces no seed
+        assert nb.figures, f"{name}: metadata.rxlab.figures is empty"
+        assert nb.seed, f"{name}: metadata.rxlab.seed is missing"
+        if seeds.is_dir():
+            assert (seeds / nb.seed).is_file(), (name, nb.seed)
+    all_figures = [f for nb in INDEX.values() for f in nb.figures]
+    assert len(all_figures) == len(set(all_figures)), "two notebooks save a figure of the same name"
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_the_notebooks_are_parameterized_for_papermill(name):
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert "parameters" in code[0].metadata.get("tags", []), name      # the first code cell
+    found = papermill.inspect_notebook(str(NOTEBOOKS / f"{name}.ipynb"))
+    params = {k: v["default"] for k, v in found.items()}
+    assert "scale" in params and params["scale"] in ('"small"', '"smoke"'), name
+    assert ".checked(" in code[1].source, name                          # validation: the next cell
+    assert not any(c.get("outputs") for c in code), f"{name}: commit the notebook without outputs"
+    if name in IOEFF_NOTEBOOKS:
         assert {"backend", "threads", "scale", "block_align", "db_dir", "repeats"} <= set(params), name
         assert (params["backend"], params["threads"], params["scale"]) == ('"posix"', "[1, 2]", '"small"')
-        assert "ioeff.Params.checked(" in code[1].source, name               # validation: the next cell
-        assert not any(c.get("outputs") for c in code), f"{name}: commit the notebook without outputs"
+        assert "ioeff.Params.checked(" in code[1].source, name
 
 
 @pytest.mark.parametrize("name", list(FIGURES))
@@ -95,7 +112,7 @@ def test_notebook_runs_at_smoke_scale(name, lab):
             assert p.is_file() and p.stat().st_size > 0, p
         side = json.loads((lab["figures"] / f"{fig}.json").read_text())
         assert side["runs"] and {Path(r).name for r in side["runs"]} <= runs, fig
-        assert any("blog-2025-10-23" in s for s in side["published_sources"]), fig
+        assert any(INDEX[name].seed in s for s in side["published_sources"]), fig
     assert seconds < SMOKE_LIMIT_S, f"{name} took {seconds:.0f} s at smoke scale"
 
 
@@ -122,4 +139,4 @@ def test_a_bad_parameter_fails_in_the_validation_cell(name, parameters, message,
     # cells that point at the error, so count code cells)
     first_after = next(i for i in range(injected + 1, len(nb.cells)) if nb.cells[i].cell_type == "code")
     assert failed == [first_after]
-    assert "ioeff.Params.checked(" in nb.cells[failed[0]].source
+    assert ".Params.checked(" in nb.cells[failed[0]].source
