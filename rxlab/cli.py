@@ -215,6 +215,39 @@ def _bench_driver(a):
     print(f"\nper-repetition rows: {out}")
 
 
+def _sweep(a) -> int:
+    from .sweep import parse_value, sweep
+
+    params = {}
+    for group in a.param or []:
+        name, values = group[0], group[1:]
+        if not values:
+            raise ValueError(f"-p {name}: give at least one value, e.g. -p {name} 1 2")
+        if name in params:
+            raise ValueError(f"-p {name}: given twice; list all its values after one -p")
+        params[name] = [parse_value(v) for v in values]
+    df = sweep(a.notebook, params, sweep_dir=a.out, force=a.force, timeout_s=a.timeout, progress=not a.quiet)
+    print(df.to_string(index=False))
+    failed = int((df["status"] != "ok").sum())
+    if failed:
+        print(f"{failed} of {len(df)} points failed (their notebooks and status.json are in the sweep "
+              f"directory)", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _report(a) -> int:
+    from .report import report
+
+    outs = report(a.scale, a.only, figures_dir=a.figures, progress=not a.quiet)
+    for o in outs:
+        line = f"{o.notebook:28} {o.status:6} {o.seconds:7.0f} s  {len(o.runs):4} runs  {len(o.figures):3} figures"
+        print(line + (f"  {o.error}" if o.error else ""))
+    from . import figures
+
+    print(f"index: {(a.figures or figures.figures_dir())}/index.md")
+    return 1 if any(o.status != "ok" for o in outs) else 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="rxlab", description="A research workbench for RocksDB IO performance.")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
@@ -267,6 +300,21 @@ def main(argv=None) -> int:
     sh.add_argument("--dir")
     sh.add_argument("--json", action="store_true")
     sh.set_defaults(fn=_show)
+    sw = sub.add_parser("sweep", help="run a notebook over a parameter grid (papermill), one point at a time")
+    sw.add_argument("notebook", help="notebook path, name (10_io_efficiency) or number (10)")
+    sw.add_argument("-p", "--param", nargs="+", action="append", metavar=("NAME", "VALUE"),
+                    help="a parameter and its values (YAML: 1, true, [1, 2], posix); repeat for more")
+    sw.add_argument("--out", help="sweep directory (default data/sweeps/<notebook>)")
+    sw.add_argument("--force", action="store_true", help="rerun points that already succeeded")
+    sw.add_argument("--timeout", type=float, help="seconds per cell before a point fails")
+    sw.add_argument("--quiet", action="store_true")
+    sw.set_defaults(fn=_sweep)
+    rp = sub.add_parser("report", help="rerun every notebook, regenerate figures/ and figures/index.md")
+    rp.add_argument("--scale", default="small", choices=["smoke", "small", "full"])
+    rp.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="only these notebooks (names or numbers)")
+    rp.add_argument("--figures", help="figures directory (default figures/ or $RXLAB_FIGURES)")
+    rp.add_argument("--quiet", action="store_true")
+    rp.set_defaults(fn=_report)
     sub.add_parser("bench", help="db_bench workloads in-process; db_bench's flags (rxlab bench --help)")
     sub.add_parser("fio", help="rxlab's raw-IO baseline; fio's flags (rxlab fio --help)")
 
@@ -280,12 +328,12 @@ def main(argv=None) -> int:
             return 2
     a = ap.parse_args(argv)
     try:
-        a.fn(a)
+        rc = a.fn(a)
     except (ValueError, FileNotFoundError, RuntimeError) as e:
         msg = str(e).strip().splitlines()
         print(f"rxlab: {msg[0] if msg else type(e).__name__}", file=sys.stderr)
         return 2
-    return 0
+    return rc or 0
 
 
 if __name__ == "__main__":

@@ -846,3 +846,32 @@ def test_counters_off(tmp_path, open_db):
         counts = {k: v for k, v in c.items() if isinstance(v, int) and k != "threads"}
         assert counts and not any(counts.values()), {k: v for k, v in counts.items() if v}
         assert c["read_latency_ns"] == []
+
+
+# ---------------------------------------------------------------- the stub
+
+def _public(obj) -> set[str]:
+    return {n for n in dir(obj) if not n.startswith("_")}
+
+
+def test_the_stub_names_what_the_module_has():
+    """rxlab/_core.pyi lists every public function, class, method and attribute of the module, and no more."""
+    import ast
+
+    from rxlab import _core
+
+    tree = ast.parse((Path(rxlab.__file__).parent / "_core.pyi").read_text())
+    top, classes = set(), {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            top.add(node.name)
+        elif isinstance(node, ast.AnnAssign):
+            top.add(node.target.id)
+        elif isinstance(node, ast.ClassDef):
+            top.add(node.name)
+            classes[node.name] = {n.name for n in node.body if isinstance(n, ast.FunctionDef)
+                                  and not n.name.startswith("_")}
+    assert top == _public(_core)
+    for name, methods in classes.items():
+        if name != "RocksDBError":
+            assert methods == _public(getattr(_core, name)), name

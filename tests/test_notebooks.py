@@ -89,6 +89,10 @@ def test_the_notebooks_are_parameterized_for_papermill(name):
     assert "parameters" in code[0].metadata.get("tags", []), name      # the first code cell
     found = papermill.inspect_notebook(str(NOTEBOOKS / f"{name}.ipynb"))
     params = {k: v["default"] for k, v in found.items()}
+    import ast
+
+    assigned = [t.id for node in ast.parse(code[0].source).body if isinstance(node, ast.Assign) for t in node.targets]
+    assert list(params) == assigned, f"{name}: papermill cannot read every parameter (quotes in a comment?)"
     assert "scale" in params and params["scale"] in ('"small"', '"smoke"'), name
     assert ".checked(" in code[1].source, name                          # validation: the next cell
     assert not any(c.get("outputs") for c in code), f"{name}: commit the notebook without outputs"
@@ -98,14 +102,27 @@ def test_the_notebooks_are_parameterized_for_papermill(name):
         assert "ioeff.Params.checked(" in code[1].source, name
 
 
+@pytest.fixture(scope="module")
+def smoke_report(lab):
+    """`rxlab report --scale smoke` once for the module: every notebook in order, figures and index."""
+    from rxlab.report import report
+
+    outcomes = report("smoke", figures_dir=lab["figures"], out_dir=lab["out"], runs_root=lab["runs"],
+                      progress=False)
+    return {o.notebook: o for o in outcomes}
+
+
 @pytest.mark.parametrize("name", list(FIGURES))
-def test_notebook_runs_at_smoke_scale(name, lab):
-    nb, seconds = execute(name, lab["out"], scale="smoke")
-    assert not error_outputs(nb), error_outputs(nb)
+def test_notebook_runs_at_smoke_scale(name, lab, smoke_report):
+    o = smoke_report[name]
+    nb = nbformat.read(o.output, as_version=4)
+    assert o.status == "ok" and not error_outputs(nb), (o.error, error_outputs(nb))
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and 'scale = "smoke"' in injected[0].source
+    assert o.runs, "no run stored"
     runs = {p.name for p in lab["runs"].iterdir() if not p.name.startswith(".")}
-    assert runs, "no run stored"
+    assert {Path(r).name for r in o.runs} <= runs
+    assert set(o.figures) == set(FIGURES[name]), "the figures saved are not the ones the metadata declares"
     for fig in FIGURES[name]:
         for ext in EXTS:
             p = lab["figures"] / f"{fig}.{ext}"
@@ -113,7 +130,18 @@ def test_notebook_runs_at_smoke_scale(name, lab):
         side = json.loads((lab["figures"] / f"{fig}.json").read_text())
         assert side["runs"] and {Path(r).name for r in side["runs"]} <= runs, fig
         assert any(INDEX[name].seed in s for s in side["published_sources"]), fig
-    assert seconds < SMOKE_LIMIT_S, f"{name} took {seconds:.0f} s at smoke scale"
+    assert o.seconds < SMOKE_LIMIT_S, f"{name} took {o.seconds:.0f} s at smoke scale"
+
+
+def test_the_report_indexes_every_figure(lab, smoke_report):
+    index = (lab["figures"] / "index.md").read_text()
+    for name, figs in FIGURES.items():
+        if figs:
+            assert f"## {name}" in index
+        for fig in figs:
+            row = next(line for line in index.splitlines() if line.startswith(f"| {fig} |"))
+            assert f"[png]({fig}.png)" in row and "| smoke |" in row, row
+    assert "**failed**" not in index
 
 
 @pytest.mark.parametrize(("name", "parameters", "message"), [
@@ -140,3 +168,14 @@ def test_a_bad_parameter_fails_in_the_validation_cell(name, parameters, message,
     first_after = next(i for i in range(injected + 1, len(nb.cells)) if nb.cells[i].cell_type == "code")
     assert failed == [first_after]
     assert ".Params.checked(" in nb.cells[failed[0]].source
+
+
+def test_a_failing_notebook_is_reported_in_one_line_and_kept(lab):
+    """run_notebook, which report and sweep use, records a failure instead of raising."""
+    from rxlab.report import run_notebook
+
+    o = run_notebook("00", lab["out"] / "failing.ipynb", {"backend": "nosuch", "scale": "smoke"},
+                     runs_root=lab["runs"], figures_dir=lab["figures"])
+    assert o.status == "failed" and o.runs == [] and o.figures == []
+    assert o.error.startswith("ValueError: backend='nosuch'") and "\n" not in o.error
+    assert Path(o.output).is_file()
