@@ -31,7 +31,7 @@ venv: $(VENV)/.deps
 # (Re)build the extension and the plugin against the RocksDB build; ninja
 # makes this a no-op when nothing changed.
 ext: rocksdb venv
-	$(PY) -m pip install -q --no-build-isolation -e ".[test,lab]"
+	$(PY) -m pip install -q --no-build-isolation -e ".[test,lab,dist]"
 	@# papermill runs the notebooks on a kernel named python3: this venv's.
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 

@@ -226,13 +226,33 @@ def _sweep(a) -> int:
         if name in params:
             raise ValueError(f"-p {name}: given twice; list all its values after one -p")
         params[name] = [parse_value(v) for v in values]
-    df = sweep(a.notebook, params, sweep_dir=a.out, force=a.force, timeout_s=a.timeout, progress=not a.quiet)
+    if a.scheduler:
+        from .distributed import sweep_distributed
+
+        df = sweep_distributed(a.notebook, params, a.scheduler, sweep_dir=a.out, shared_store=a.shared_store,
+                               force=a.force, timeout_s=a.timeout, progress=not a.quiet)
+    else:
+        if a.shared_store:
+            raise ValueError(f"--shared-store={a.shared_store}: only with --scheduler (in-process runs go to "
+                             "$RXLAB_RUNS)")
+        df = sweep(a.notebook, params, sweep_dir=a.out, force=a.force, timeout_s=a.timeout,
+                   progress=not a.quiet)
     print(df.to_string(index=False))
     failed = int((df["status"] != "ok").sum())
     if failed:
         print(f"{failed} of {len(df)} points failed (their notebooks and status.json are in the sweep "
               f"directory)", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _worker(a) -> int:
+    import subprocess
+
+    from .distributed import worker_command
+
+    cmd, env = worker_command(a.scheduler, a.host_id, a.scheduler_file, a.dask_args)
+    print(" ".join(cmd), file=sys.stderr)
+    return subprocess.call(cmd, env=env)
 
 
 def _report(a) -> int:
@@ -307,8 +327,20 @@ def main(argv=None) -> int:
     sw.add_argument("--out", help="sweep directory (default data/sweeps/<notebook>)")
     sw.add_argument("--force", action="store_true", help="rerun points that already succeeded")
     sw.add_argument("--timeout", type=float, help="seconds per cell before a point fails")
+    sw.add_argument("--scheduler", metavar="ADDRESS",
+                    help="run the points on a Dask cluster (tcp://HOST:PORT, tls://..., or 'local' for a "
+                         "one-worker cluster here); default: in this process, one after the other")
+    sw.add_argument("--shared-store", metavar="PATH",
+                    help="with --scheduler: a store every host mounts (default: runs come back to $RXLAB_RUNS)")
     sw.add_argument("--quiet", action="store_true")
     sw.set_defaults(fn=_sweep)
+    wk = sub.add_parser("worker", help="this host's single Dask worker for sweeps (dask worker --nworkers 1 "
+                                       "--nthreads 1 --resources host=1)")
+    wk.add_argument("scheduler", nargs="?", help="scheduler address, e.g. tcp://10.0.0.1:8786")
+    wk.add_argument("--scheduler-file", help="a scheduler file instead of the address")
+    wk.add_argument("--host-id", help="the name this host goes by in runs (default: its hostname)")
+    wk.add_argument("dask_args", nargs="*", help="more `dask worker` options after --, e.g. -- --tls-ca-file ca.pem")
+    wk.set_defaults(fn=_worker)
     rp = sub.add_parser("report", help="rerun every notebook, regenerate figures/ and figures/index.md")
     rp.add_argument("--scale", default="small", choices=["smoke", "small", "full"])
     rp.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="only these notebooks (names or numbers)")

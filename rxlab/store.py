@@ -420,7 +420,7 @@ def run_metadata(meta: dict) -> dict:
     cols = {
         "run_name": spec.get("name"),
         "started_utc": meta.get("started_utc"),
-        "host": fp.get("hostname"),
+        "host": fp.get("host_id") or fp.get("hostname"),
         "kernel": fp.get("kernel"),
         "cpu_model": fp.get("cpu_model"),
         "cores": fp.get("cores"),

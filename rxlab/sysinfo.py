@@ -481,6 +481,11 @@ def git_info(repo: Path = REPO) -> dict:
     return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None}
 
 
+def host_id() -> str:
+    """The name a host goes by in a sweep: $RXLAB_HOST_ID (set by `rxlab worker --host-id`), else its hostname."""
+    return os.environ.get("RXLAB_HOST_ID") or socket.gethostname()
+
+
 def fingerprint(db_path: str | os.PathLike | None = None, rocksdb_build: dict | None = None) -> dict:
     """The environment a run was measured in, for run.json.
 
@@ -491,6 +496,7 @@ def fingerprint(db_path: str | os.PathLike | None = None, rocksdb_build: dict | 
     u = platform.uname()
     fp: dict = {
         "hostname": socket.gethostname(),
+        "host_id": host_id(),
         "kernel": u.release, "kernel_version": u.version, "machine": u.machine,
         "os": _os_release(),
         "cpu_model": _cpu_model(),

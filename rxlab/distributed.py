@@ -1,0 +1,255 @@
+"""Sweeps on a Dask distributed cluster: one grid point per host at a time.
+
+A benchmark needs its host to itself, so every grid point asks for the
+resource ``host=1`` and every host offers it once. Dask's resources belong to
+a worker *process*, not to a machine: run exactly one worker process per
+host, with one thread (``rxlab worker`` does: ``dask worker --nworkers 1
+--nthreads 1 --resources host=1``). `check_cluster` refuses a cluster where
+a host runs two such workers or a worker lacks the resource.
+
+A point runs on the worker in a child process (a notebook kernel and its
+native code must not share the worker's process; a crash stays a failed
+point). Its runs are written to a staging store private to the point and
+handed back only when the point has finished: as a tar stream in the task's
+result (the client unpacks them into its own store), or moved into a shared
+store path that every host mounts. A worker lost in the middle of a point
+therefore leaves nothing in any catalog; Dask reschedules the point on
+another worker (up to ``distributed.scheduler.allowed-failures`` times), and
+a point that cannot finish is reported failed while the rest of the sweep
+goes on.
+
+Security: the scheduler address may be ``tls://``; TLS certificates are
+Dask's own configuration (``distributed.comm.tls.*`` in ~/.config/dask/ or
+``DASK_DISTRIBUTED__COMM__TLS__...``), which both client and workers read.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from . import sysinfo
+from .report import resolve_notebook
+from .sweep import _read_status, _slug, _write_status, check_names, grid, point_dir, summary
+
+RESOURCE = "host"
+LOCAL = "local"
+
+
+def worker_identity() -> dict:
+    """What a worker reports about itself (run on the worker)."""
+    return {"host_id": sysinfo.host_id(), "hostname": os.uname().nodename, "pid": os.getpid(),
+            "repo": str(Path(__file__).resolve().parent.parent)}
+
+
+def check_cluster(client) -> dict[str, dict]:
+    """Workers by address; refuse (one line) a cluster that could run two benchmarks on one host."""
+    info = client.scheduler_info(n_workers=-1)["workers"] if _takes_n_workers(client) else \
+        client.scheduler_info()["workers"]
+    if not info:
+        raise RuntimeError("the cluster has no workers: start one per host with `rxlab worker SCHEDULER`")
+    missing = [a for a, w in info.items() if w.get("resources", {}).get(RESOURCE, 0) != 1]
+    if missing:
+        raise RuntimeError(f"worker {missing[0]} does not offer resource {RESOURCE}=1: start workers with "
+                           f"`rxlab worker` or `dask worker --nworkers 1 --nthreads 1 --resources {RESOURCE}=1`")
+    ids = client.run(worker_identity)
+    seen: dict[str, str] = {}
+    for addr, ident in ids.items():
+        if ident["host_id"] in seen:
+            raise RuntimeError(f"workers {seen[ident['host_id']]} and {addr} both run on host "
+                               f"{ident['host_id']!r}: run one worker process per host (--nworkers 1)")
+        seen[ident["host_id"]] = addr
+    return ids
+
+
+def _takes_n_workers(client) -> bool:
+    import inspect
+
+    return "n_workers" in inspect.signature(client.scheduler_info).parameters
+
+
+def _pack(paths: Sequence[Path]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for p in paths:
+            tar.add(p, arcname=p.name)
+    return buf.getvalue()
+
+
+def _unpack(blob: bytes, root: Path) -> list[str]:
+    """Runs from a tar stream into `root`, each complete or absent (extracted beside, then renamed)."""
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".tmp-unpack-", dir=root))
+    try:
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+            tar.extractall(staging, filter="data")
+        out = []
+        for p in sorted(staging.iterdir()):
+            dest = root / p.name
+            if not dest.exists():
+                os.replace(p, dest)
+            out.append(str(dest))
+        return out
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def execute_point(notebook: str, point: Mapping, *, shared_store: str | None = None,
+                  timeout_s: float | None = None) -> dict:
+    """The task a worker runs: the point in a child process, into a private staging store.
+
+    Returns the point's status, with `runs_tar` (the runs packed) or, with a
+    shared store, the runs moved there. Runs of a failed point come back too:
+    each is complete in itself and the status says the point failed.
+    """
+    base = Path(os.environ.get("RXLAB_WORKER_DIR") or tempfile.gettempdir())
+    base.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="rxlab-point-", dir=base))
+    (work / "point.json").write_text(json.dumps({"notebook": notebook, "point": dict(point)}))  # post-mortems
+    try:
+        staging, sweep_dir = work / "runs", work / "sweep"
+        args = {"notebook": notebook, "point": dict(point), "sweep_dir": str(sweep_dir),
+                "runs_root": str(staging), "timeout_s": timeout_s}
+        proc = subprocess.run([sys.executable, "-m", "rxlab.distributed", "--point", json.dumps(args)],
+                              capture_output=True, text=True, check=False)
+        st = _read_status(point_dir(sweep_dir, point))
+        if st is None:  # the child died before it could write a status
+            tail = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+            st = {"point": _slug(point), "notebook": notebook, "parameters": dict(point), "status": "failed",
+                  "seconds": 0.0, "output": "", "runs": [], "error": f"point process: {tail}", "figures": []}
+        st.update(worker_identity())
+        nb = point_dir(sweep_dir, point) / "notebook.ipynb"
+        st["notebook_ipynb"] = nb.read_bytes() if nb.is_file() else b""
+        runs = [Path(r) for r in st.get("runs", [])]
+        if shared_store:
+            moved = []
+            for r in runs:
+                dest = Path(shared_store) / r.name
+                shutil.move(str(r), str(dest.parent / (".tmp-move-" + r.name)))
+                os.replace(dest.parent / (".tmp-move-" + r.name), dest)
+                moved.append(str(dest))
+            st["runs"] = moved
+        else:
+            st["runs_tar"] = _pack(runs)
+        return st
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _client(scheduler: str):
+    from distributed import Client, LocalCluster
+
+    if scheduler == LOCAL:
+        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, resources={RESOURCE: 1},
+                               dashboard_address=None)
+        return Client(cluster), cluster
+    return Client(scheduler, timeout="30s"), None
+
+
+def sweep_distributed(notebook: str | Path, params: Mapping[str, Sequence], scheduler: str = LOCAL, *,
+                      sweep_dir: str | Path | None = None, runs_root: str | Path | None = None,
+                      shared_store: str | Path | None = None, force: bool = False,
+                      timeout_s: float | None = None, progress: bool = True) -> pd.DataFrame:
+    """Submit the grid's points to a Dask cluster (`local`: a one-worker cluster on this machine)."""
+    from distributed import as_completed
+    from tqdm import tqdm
+
+    from . import store
+    from .sweep import default_sweep_dir
+
+    path = resolve_notebook(notebook)
+    check_names(path, params)
+    points = grid(params)
+    sdir = Path(sweep_dir) if sweep_dir is not None else default_sweep_dir(path)
+    sdir.mkdir(parents=True, exist_ok=True)
+    root = Path(runs_root) if runs_root is not None else store.default_root()
+    client, cluster = _client(scheduler)
+    statuses: dict[str, dict] = {}
+    try:
+        check_cluster(client)
+        futures = {}
+        for point in points:
+            old = _read_status(point_dir(sdir, point))
+            if not force and old and old.get("status") == "ok" and old.get("parameters") == dict(point):
+                statuses[_slug(point)] = {**old, "skipped": True}
+                continue
+            # the notebook goes by name: each worker runs its own checkout's copy
+            fut = client.submit(execute_point, path.stem, dict(point), resources={RESOURCE: 1}, pure=False,
+                                shared_store=str(shared_store) if shared_store else None, timeout_s=timeout_s,
+                                key=f"rxlab-point-{_slug(point)}-{os.urandom(4).hex()}")
+            futures[fut] = point
+        bar = tqdm(total=len(futures), desc=f"sweep {path.stem} on {scheduler}", unit="point",
+                   disable=not progress)
+        for fut in as_completed(futures):
+            point = futures[fut]
+            d = point_dir(sdir, point)
+            d.mkdir(parents=True, exist_ok=True)
+            try:
+                st = fut.result()
+            except Exception as e:  # KilledWorker: the point's workers died; nothing of it was recorded
+                st = {"point": _slug(point), "notebook": path.stem, "parameters": dict(point), "status": "failed",
+                      "seconds": 0.0, "output": "", "runs": [], "figures": [], "host_id": "",
+                      "error": f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"}
+            blob = st.pop("runs_tar", None)
+            if blob is not None:
+                st["runs"] = _unpack(blob, root)
+            nb = st.pop("notebook_ipynb", b"")
+            if nb:
+                (d / "notebook.ipynb").write_bytes(nb)
+                st["output"] = str(d / "notebook.ipynb")
+            st["host"] = st.get("host_id", "")
+            _write_status(d, st)
+            statuses[_slug(point)] = st
+            bar.update(1)
+            bar.set_postfix_str(f"{st['status']} on {st['host'] or '?'}")
+            summary([statuses[_slug(p)] for p in points if _slug(p) in statuses]).to_csv(
+                sdir / "summary.csv", index=False)
+        bar.close()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    df = summary([statuses[_slug(p)] for p in points])
+    df.to_csv(sdir / "summary.csv", index=False)
+    return df
+
+
+def worker_command(scheduler: str | None, host_id: str | None = None, scheduler_file: str | None = None,
+                   extra: Sequence[str] = ()) -> tuple[list[str], dict]:
+    """The `dask worker` command line and environment for one host's single worker."""
+    if bool(scheduler) == bool(scheduler_file):
+        raise ValueError("give the scheduler's address (tcp://HOST:PORT) or --scheduler-file, not both")
+    dask = shutil.which("dask", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    if dask is None:
+        raise RuntimeError("dask is not installed: pip install 'rxlab[dist]'")
+    hid = host_id or sysinfo.host_id()
+    cmd = [dask, "worker", *([scheduler] if scheduler else ["--scheduler-file", str(scheduler_file)]),
+           "--nworkers", "1", "--nthreads", "1", "--resources", f"{RESOURCE}=1", "--name", hid,
+           "--no-dashboard", *extra]
+    return cmd, {**os.environ, "RXLAB_HOST_ID": hid}
+
+
+def _child(argv: Sequence[str]) -> int:
+    """`python -m rxlab.distributed --point JSON`: run one point here (the worker's child process)."""
+    from .sweep import run_point
+
+    args = json.loads(argv[1])
+    run_point(args["notebook"], args["point"], args["sweep_dir"], runs_root=args["runs_root"],
+              timeout_s=args["timeout_s"], host=sysinfo.host_id())
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--point":
+        sys.exit(_child(sys.argv[1:]))
+    print("usage: python -m rxlab.distributed --point JSON (used by sweep workers)", file=sys.stderr)
+    sys.exit(2)
