@@ -253,3 +253,53 @@ if __name__ == "__main__":
         sys.exit(_child(sys.argv[1:]))
     print("usage: python -m rxlab.distributed --point JSON (used by sweep workers)", file=sys.stderr)
     sys.exit(2)
+
+
+# --------------------------------------------------------------------------- comparing hosts
+
+def host_table(cat: pd.DataFrame, step: str, metric: str = "qps", by: str = "backend") -> pd.DataFrame:
+    """One step's metric (a column of rxlab.metrics.seed_columns) per host and `by`: median, min, max, n.
+
+    `cat` is a catalog (rxlab.store.catalog) holding runs of several hosts,
+    as a distributed sweep leaves them; each host is described by its
+    fingerprint (cpu_model, cores, kernel) so the table says what it compares.
+    """
+    from . import metrics
+
+    rows = cat[cat["name"] == step]
+    if rows.empty:
+        raise ValueError(f"step={step!r}: not in these runs; they have {', '.join(sorted(cat['name'].unique()))}")
+    values = metrics.seed_columns(rows)
+    if metric not in values:
+        raise ValueError(f"metric={metric!r}: allowed are {', '.join(c for c in values.columns if c != 'test')}")
+    df = rows[["host", by, "cpu_model", "cores", "kernel"]].assign(value=values[metric])
+    out = (df.groupby(["host", by], dropna=False)
+             .agg(median=("value", "median"), min=("value", "min"), max=("value", "max"), n=("value", "size"),
+                  cpu_model=("cpu_model", "first"), cores=("cores", "first"), kernel=("kernel", "first"))
+             .reset_index())
+    return out.rename(columns={"median": metric})
+
+
+def fig_hosts(table: pd.DataFrame, metric: str = "qps", by: str = "backend"):
+    """Bars per `by`, one group per host (as the toolchain post lays out its small / Arm / big servers);
+    whiskers span the repetitions."""
+    import numpy as np
+
+    from . import figures
+
+    fig, ax = figures.figure()
+    hosts = list(dict.fromkeys(table["host"]))
+    keys = list(dict.fromkeys(table[by]))
+    width = 0.8 / max(1, len(keys))
+    for j, k in enumerate(keys):
+        sub = table[table[by] == k].set_index("host").reindex(hosts)
+        x = np.arange(len(hosts)) + (j - (len(keys) - 1) / 2) * width
+        err = np.vstack([sub[metric] - sub["min"], sub["max"] - sub[metric]])
+        ax.bar(x, sub[metric], width, yerr=err, capsize=2, label=str(k),
+               color=figures.backend_color(str(k)) if by == "backend" else None)
+    labels = [f"{h}\n{int(c)} cores" if pd.notna(c) else h
+              for h, c in zip(hosts, table.groupby("host", sort=False)["cores"].first().reindex(hosts))]
+    ax.set_xticks(range(len(hosts)), labels)
+    ax.set_ylabel(metric)
+    ax.legend(ncol=min(4, len(keys)))
+    return fig

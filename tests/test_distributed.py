@@ -105,6 +105,17 @@ def test_a_sweep_runs_on_both_hosts_and_lands_in_the_clients_catalog(cluster, tm
     for b in backends:                                         # the executed notebooks too
         assert (point_dir(tmp_path / "sweep", {"scale": "smoke", "backend": b}) / "notebook.ipynb").is_file()
     assert not list((tmp_path / "figs").glob("*"))
+    # the hosts side by side, as the toolchain post lays out its servers
+    from rxlab import distributed, figures
+
+    table = distributed.host_table(cat, "readrandom", "qps")
+    assert set(table["host"]) == {"hostA", "hostB"} and table["n"].sum() == 4 and (table["qps"] > 0).all()
+    fig = distributed.fig_hosts(table, "qps")
+    assert [t.get_text().split("\n")[0] for t in fig.axes[0].get_xticklabels()] == list(dict.fromkeys(table["host"]))
+    paths = figures.save(fig, "hosts_readrandom", runs=cat["run_id"].unique(), directory=tmp_path / "figs")
+    assert paths["png"].stat().st_size > 0
+    with pytest.raises(ValueError, match="^metric='nope': allowed are qps, iops"):
+        distributed.host_table(cat, "readrandom", "nope")
 
 
 def test_a_host_lost_mid_point_is_retried_elsewhere_never_half_recorded(cluster, tmp_path):
