@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+# strace -c's summary is parsed in one place, shared with the tracing study.
+from rxlab.tracing import parse_strace_summary  # noqa: F401 (re-exported for the tests)
+
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN_NAME = "librxlab_plugin.so"
 
@@ -99,24 +102,3 @@ def found(stdout: str, benchmark: str) -> tuple[int, int] | None:
         if m.group(1) == benchmark:
             return int(m.group(2)), int(m.group(3))
     return None
-
-
-def parse_strace_summary(text: str) -> dict[str, int]:
-    """Calls per syscall from `strace -c`'s summary table.
-
-    Rows look like ' 93.35    0.155517           7     20024       3 pwrite64'
-    (the errors column may be empty); the 'total' row is left out.
-    """
-    calls: dict[str, int] = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) < 5 or parts[-1] == "total" or line.lstrip().startswith(("%", "-")):
-            continue
-        try:
-            float(parts[0])
-            float(parts[1])
-        except ValueError:
-            continue
-        name = parts[-1]
-        calls[name] = int(parts[3])
-    return calls

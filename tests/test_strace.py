@@ -13,6 +13,8 @@ import shutil
 import pytest
 from helpers_plugin import describe, found, parse_strace_summary, plugin_path, read_counters, run_db_bench
 
+from rxlab import tracing
+
 pytestmark = [
     pytest.mark.timeout(180),
     pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed"),
@@ -79,25 +81,21 @@ def test_counters_agree_with_strace(tmp_path, uri, benchmark, extra):
     assert traced, f"no syscall rows parsed from strace's summary:\n{spath.read_text()}"
     ours = read_counters(cpath)["counters"]
 
-    rows = []
-    bad = []
-    for name in TRACED:
-        s = traced.get(name, 0)
-        o = ours[f"sys.{name}.count"]
-        diff = (o - s) / s if s else (0.0 if o == 0 else float("inf"))
-        compared = name in COMPARED[engine]
-        rows.append(f"{uri} {benchmark}: {name:15s} strace={s:7d} rxlab={o:7d} diff={diff:+.3%}"
-                    f"{'' if compared else '  (not compared)'}")
-        if compared and (s == 0 or abs(o - s) > TOLERANCE * s):
-            bad.append(name)
+    # The comparison is rxlab.tracing's (the tracing study judges its runs the same way).
+    cmp = tracing.compare_syscalls(traced, ours, compared=COMPARED[engine])
+    table = "\n".join(f"{uri} {benchmark}: {r.syscall:15s} strace={r.strace:7d} rxlab={r.rxlab:7.0f} "
+                      f"diff={r.rel_diff:+.3%}{'' if r.compared else '  (not compared)'}"
+                      for r in cmp.itertuples())
+    verdict = tracing.agreement(cmp, TOLERANCE)
+    bad = [r.syscall for r in cmp.itertuples() if r.compared and not abs(r.rel_diff) <= TOLERANCE]
     if benchmark == "multireadrandom":
         assert ours["multireads"] > 0 and ours["max_inflight"] > 1, ours
-    table = "\n".join(rows)
     log.info("strace -c vs rxlab counters:\n%s", table)
     for name in COMPARED[engine]:
         assert traced.get(name, 0) > 1000, f"{name}: too few calls to compare\n{table}"
-    assert not bad, (f"rxlab's counts of {bad} disagree with strace by more than "
-                     f"{TOLERANCE:.0%}:\n{table}\nstrace summary:\n{spath.read_text()}")
+    assert verdict["rows"] == len(COMPARED[engine]), table
+    assert verdict["within"] and not bad, (f"rxlab's counts of {bad} disagree with strace by more than "
+                                           f"{TOLERANCE:.0%}:\n{table}\nstrace summary:\n{spath.read_text()}")
     # Engines that do not use pread for data: what strace sees of pread64 is
     # outside our file system (the loader), and must stay a trace.
     if engine != "posix":
