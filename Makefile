@@ -40,9 +40,7 @@ ext: rocksdb venv
 # lands in notebooks/out/, its figures in figures/.
 main:
 	$(VENV)/bin/rxlab compare --scale $(SCALE)
-	@mkdir -p notebooks/out
-	cd notebooks && ../$(VENV)/bin/papermill --progress-bar -k python3 -p scale $(SCALE) \
-	    10_io_efficiency.ipynb out/10_io_efficiency.ipynb
+	$(VENV)/bin/rxlab report --scale $(SCALE) --only 10
 
 bench: ext
 	$(VENV)/bin/rxlab bench-backends

@@ -157,7 +157,7 @@ def report(scale: str = "small", only: Iterable[str] | None = None, *, figures_d
     for nb in bar:
         bar.set_postfix_str(nb.name)
         outcomes.append(run_notebook(nb.path, out / f"{nb.name}.ipynb", {"scale": scale}, runs_root=runs_root,
-                                     figures_dir=figs))
+                                     figures_dir=figs, progress=progress))  # cells: papermill's own bar
     write_index(figs, outcomes, scale)
     return outcomes
 
