@@ -123,6 +123,7 @@ PROFILE, TIMERS = "profile", "timers"    # the two kinds of read step
 TIMER_PERF_LEVEL = 5                     # kEnableTimeAndCPUTimeExceptForMutex: timers and CPU timers
 PROFILE_PERF_LEVEL = 1                   # kDisable, db_bench's default: no timer cost in the profile
 REPEATS = {"smoke": 1, "small": 2, "full": 3}
+SMOKE_DURATION = 0.5                     # seconds per read step at smoke (ioeff's is 1 s): CI's budget
 PERF = "perf"
 
 
@@ -541,9 +542,10 @@ RULES: tuple[Rule, ...] = (
                 r"CacheWithSecondaryAdapter|BlockBasedTable::(LookupFromCache|PutDataBlockToCache|"
                 r"UpdateCache\w*Metrics|GetEntryFromCache)",
          "look up and insert blocks in the block cache (LRU or clock), update its metrics"),
-    Rule("bloom", r"FilterBlockReader|FilterKeyMayMatch|KeyMayMatch|FastLocalBloom|BloomFilter|BloomBits|"
-                  r"FilterBitsReader|Ribbon|MayMatch",
-         "check bloom filters (FullFilterBlockReader::MayMatch, FastLocalBloomImpl)"),
+    Rule("bloom", r"FilterBlockReader|FilterKeyMayMatch|KeyMayMatch|PrefixMayMatch|FastLocalBloom|"
+                  r"BloomFilter|BloomBits|FilterBitsReader|Ribbon",
+         "check bloom filters (FullFilterBlockReader::MayMatch, FastLocalBloomImpl); without a filter, "
+         "BlockBasedTable::FullFilterKeyMayMatch still runs to find none"),
     Rule("BSI", r"BinarySearchIndexReader", "BinarySearchIndexReader::NewIterator"),
     Rule("File", r"FilePicker|FindFileInRange|FdWithKeyRange|GetNextFile",
          "FilePicker::GetNextFile, FindFileInRange"),
@@ -678,6 +680,9 @@ class Params(checks.Checked):
     def settings(self) -> ioeff.Settings:
         s = self.ioeff_params().settings()
         repeats = self.repeats if self.repeats is not None else REPEATS[self.scale]
+        if self.scale == "smoke" and self.duration is None:
+            s = dataclasses.replace(s, duration=SMOKE_DURATION,
+                                    revrange_duration=min(s.revrange_duration, SMOKE_DURATION))
         return dataclasses.replace(s, repeats=repeats)
 
     def table(self) -> pd.DataFrame:
@@ -968,8 +973,10 @@ def timer_cost(result: CpuResult) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- findings
 
-def findings(table: pd.DataFrame, cross: pd.DataFrame, summary: pd.DataFrame) -> str:
-    """What the tables show, in Markdown bullets with their numbers."""
+def findings(table: pd.DataFrame, cross: pd.DataFrame, summary: pd.DataFrame,
+             result: CpuResult | None = None) -> str:
+    """What the tables show, in Markdown bullets with their numbers (with `result`: the largest
+    libc+k leaves of readrandom too)."""
     lines = []
     for t in SEED_TESTS:
         if (t, "here") not in table.columns or table[(t, "here")].isna().all():
@@ -986,6 +993,11 @@ def findings(table: pd.DataFrame, cross: pd.DataFrame, summary: pd.DataFrame) ->
                      f"{summary['reader_samples'].sum() / summary['samples'].sum():.1%} from the reading "
                      f"threads; {summary['whole_stack_pct'].median():.0f}% of their stacks reach the "
                      f"thread's start (median over steps).")
+    if result is not None and any(t == "readrandom" for t, _ in result.folded):
+        top = top_symbols(pooled_folded(result, "readrandom"), "libc+k", n=3)
+        lines.append("- The largest libc+k leaves in readrandom, % of the reading threads' samples: "
+                     + ", ".join(f"`{r['leaf symbol']}` {r['pct of reader samples']:.1f}%"
+                                 for _, r in top.iterrows()) + ".")
     c = cross[cross["quantity"] == "DBImpl::Get"]
     if len(c):
         lines.append("- Sampled CPU in DBImpl::Get against RocksDB's get_cpu_nanos, us per query: "
