@@ -6,14 +6,34 @@ environment exists, and ``rxlab build-rocksdb`` / ``rxlab builds`` reuse it.
 
 A build lives in ``$RXLAB_CACHE/rocksdb/<key>/`` (default cache
 ``~/.cache/rxlab``) with ``lib/``, ``include/``, ``bin/db_bench`` and
-``build.json`` (version, compiler, flags, build time). The key names version,
-compiler, compiler major version and LTO, e.g. ``9.10.0-gcc12``. A finished
-build is reused, never silently rebuilt; ``build.json`` is written last, so a
-directory without it is an interrupted build and is redone.
+``build.json`` (version, compiler, flags, build time, patches applied). The key
+names version, compiler, compiler major version, LTO and any extra compiler
+flags (as a short hash), e.g. ``9.10.0-gcc12``, ``9.10.0-clang16-lto``,
+``9.10.0-gcc12-f1a2b3c4d``. A finished build is reused, never silently rebuilt
+(a different full compiler version is reported, not acted on);
+``build.json`` is written last, so a directory without it is an interrupted
+build and is redone. ``remove(key)`` deletes a build and its module.
+
+Builds as an experiment variable: a process uses one RocksDB build (every
+build's library has the same soname), so each build gets its own compiled
+rxlab module and plugin in ``$RXLAB_CACHE/modules/<key>/`` (``build_module``,
+the repository's CMakeLists.txt with ``-DRXLAB_ROCKSDB=<build>``), and a
+process selects it by setting ``RXLAB_BUILD=<key>`` before ``import rxlab``
+(``select_core``, called by rxlab/__init__.py). Without RXLAB_BUILD, rxlab
+imports the editable install's module, compiled against the default build.
+``active_build()`` is the build the imported module was compiled against, so
+a run's fingerprint records the build that really ran.
+
+Old versions that fail to compile with this machine's compilers get the
+smallest patch kept in ``ext/rocksdb-patches/<version>/*.patch`` (applied in
+name order, recorded in build.json with the first line of each patch's
+header as the reason).
 """
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
 import json
 import os
 import re
@@ -53,7 +73,12 @@ CMAKE_FLAGS = [
     "-DCMAKE_POLICY_VERSION_MINIMUM=3.5",
 ]
 TARGETS = ["rocksdb-shared", "db_bench"]
-PATCH_DIR = Path(__file__).resolve().parent.parent / "ext" / "rocksdb-patches"
+REPO = Path(__file__).resolve().parent.parent
+PATCH_DIR = REPO / "ext" / "rocksdb-patches"
+# Environment variable naming the build whose compiled module `import rxlab` loads.
+BUILD_ENV = "RXLAB_BUILD"
+# The compilers each toolchain uses (the gcc-vs-clang post's three builds).
+TOOLCHAINS = {"gcc": ("gcc", False), "clang": ("clang", False), "clang+LTO": ("clang", True)}
 
 
 class BuildError(RuntimeError):
@@ -64,6 +89,7 @@ def cache_root() -> Path:
     return Path(os.environ.get("RXLAB_CACHE", Path.home() / ".cache" / "rxlab"))
 
 
+@functools.cache
 def _compiler(cc: str) -> tuple[str, str, str]:
     """(C compiler, C++ compiler, major version) for 'gcc' or 'clang'."""
     if cc == "gcc":
@@ -87,13 +113,28 @@ def _newest(name: str) -> str:
     return name
 
 
-def build_key(version: str, cc: str = "gcc", lto: bool = False) -> str:
+def flags_id(cxxflags: str = "") -> str:
+    """'' for the standard flags, else '-f' and 8 hex digits of the extra flags."""
+    extra = " ".join(cxxflags.split())
+    return f"-f{hashlib.sha1(extra.encode()).hexdigest()[:8]}" if extra else ""
+
+
+def build_key(version: str, cc: str = "gcc", lto: bool = False, cxxflags: str = "") -> str:
+    """version-<cc><major>[-lto][-f<hash of extra flags>], e.g. 9.10.0-clang16-lto."""
+    if not re.fullmatch(r"\d+\.\d+\.\d+", str(version)):
+        raise BuildError(f"version {version!r}: expected an upstream version such as 9.10.0")
     _, _, major = _compiler(cc)
-    return f"{version}-{cc}{major}" + ("-lto" if lto else "")
+    return f"{version}-{cc}{major}" + ("-lto" if lto else "") + flags_id(cxxflags)
 
 
-def build_dir(version: str = DEFAULT_VERSION, cc: str = "gcc", lto: bool = False) -> Path:
-    return cache_root() / "rocksdb" / build_key(version, cc, lto)
+def build_dir(version: str = DEFAULT_VERSION, cc: str = "gcc", lto: bool = False,
+              cxxflags: str = "") -> Path:
+    return cache_root() / "rocksdb" / build_key(version, cc, lto, cxxflags)
+
+
+def toolchain(rec: dict) -> str:
+    """gcc, clang or clang+LTO: the post's name for a build record's toolchain."""
+    return rec.get("cc", "gcc") + ("+LTO" if rec.get("lto") else "")
 
 
 def is_complete(prefix: Path) -> bool:
@@ -110,16 +151,176 @@ def list_builds() -> list[dict]:
         rec = json.loads((d / "build.json").read_text())
         rec["size_mb"] = round(sum(f.stat().st_size for f in d.rglob("*") if f.is_file()) / 2**20, 1)
         rec["path"] = str(d)
+        rec["toolchain"] = toolchain(rec)
+        mod = module_record(d.name)
+        rec["module"] = "installed" if d == installed_build() else ("compiled" if mod else "none")
         out.append(rec)
     return out
 
 
-def active_build() -> Path:
+def get_build(key: str) -> dict:
+    """The record of a finished build, or a one-line BuildError naming the builds there are."""
+    d = cache_root() / "rocksdb" / str(key)
+    if not is_complete(d):
+        have = ", ".join(b["key"] for b in list_builds()) or "none"
+        raise BuildError(f"no finished build {key!r} in {d.parent}: have {have}")
+    rec = json.loads((d / "build.json").read_text())
+    rec["path"] = str(d)
+    rec["toolchain"] = toolchain(rec)
+    return rec
+
+
+def compile_build() -> Path:
     """The build the extension compiles against: $RXLAB_ROCKSDB or the default."""
     env = os.environ.get("RXLAB_ROCKSDB")
     if env:
         return Path(env)
     return build_dir(DEFAULT_VERSION, "gcc", False)
+
+
+def installed_build() -> Path:
+    """The build the editable install's module is compiled against.
+
+    Its build tree's ninja file holds the path compiled in as RXLAB_ROCKSDB_PATH
+    (the module's `rocksdb_build`); without a build tree, the compile default.
+    """
+    for f in sorted((REPO / "build").glob("*/build.ninja")):
+        m = re.search(r'RXLAB_ROCKSDB_PATH=\\?"([^"\\]+)', f.read_text(errors="replace"))
+        if m:
+            return Path(m.group(1))
+    return compile_build()
+
+
+def active_build() -> Path:
+    """The build this process's RocksDB comes from.
+
+    The imported module's (it records the build it was compiled against);
+    before `import rxlab`, the build $RXLAB_BUILD selects, else the one the
+    extension compiles against.
+    """
+    core = sys.modules.get("rxlab._core")
+    path = getattr(core, "rocksdb_build", None)
+    if path:
+        return Path(path)
+    key = os.environ.get(BUILD_ENV, "").strip()
+    if key:
+        return cache_root() / "rocksdb" / key
+    return compile_build()
+
+
+# ---------------------------------------------------------------- a module per build
+
+
+def modules_root() -> Path:
+    return cache_root() / "modules"
+
+
+def module_dir(key: str) -> Path:
+    return modules_root() / key
+
+
+def ext_sources_id() -> str:
+    """A hash of what the module is compiled from (ext/ and CMakeLists.txt)."""
+    h = hashlib.sha1()
+    files = sorted(p for p in (REPO / "ext").rglob("*") if p.is_file() and p.suffix in (".cc", ".h", ".hpp"))
+    for p in [REPO / "CMakeLists.txt", *files]:
+        h.update(str(p.relative_to(REPO)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def module_record(key: str) -> dict | None:
+    """module.json of a build's compiled module, None when there is none."""
+    d = module_dir(key)
+    f = d / "module.json"
+    if not f.is_file() or not sorted(d.glob("_core*.so")):
+        return None
+    return json.loads(f.read_text())
+
+
+def module_current(key: str) -> bool:
+    rec = module_record(key)
+    return rec is not None and rec.get("ext_sources") == ext_sources_id()
+
+
+def build_module(key: str, jobs: int | None = None, python: str | None = None) -> Path:
+    """Compile rxlab's module and plugin against build `key` into modules/<key>/.
+
+    CMake and ninja from the repository's CMakeLists.txt with
+    -DRXLAB_ROCKSDB=<the build>; incremental, so a module whose sources did not
+    change is not recompiled. `python` must have pybind11 (default: this one).
+    """
+    rec = get_build(key)
+    python = python or sys.executable
+    out = module_dir(key)
+    bdir = out / "build"
+    bdir.mkdir(parents=True, exist_ok=True)
+    log = out / "build.log"
+    r = subprocess.run([python, "-c", "import pybind11; print(pybind11.get_cmake_dir())"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BuildError(f"{python} has no pybind11 (pip install pybind11): the module cannot be compiled")
+    tools = Path(python).parent
+    cmake = str(tools / "cmake") if (tools / "cmake").exists() else (shutil.which("cmake") or "cmake")
+    ninja = str(tools / "ninja") if (tools / "ninja").exists() else (shutil.which("ninja") or "ninja")
+    t0 = time.time()
+    _run([cmake, "-S", str(REPO), "-B", str(bdir), "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}",
+          "-DCMAKE_BUILD_TYPE=Release", f"-DRXLAB_ROCKSDB={rec['path']}",
+          f"-DPython_EXECUTABLE={python}", f"-Dpybind11_DIR={r.stdout.strip()}"],
+         f"cmake configure of the module for {key}", log=log)
+    _run([ninja, "-C", str(bdir), "-j", str(jobs or os.cpu_count() or 2), "_core", "rxlab_plugin"],
+         f"compiling the module for {key}", log=log)
+    for f in [*bdir.glob("_core*.so"), bdir / "librxlab_plugin.so"]:
+        tmp = out / (f.name + ".tmp")
+        shutil.copy2(f, tmp)
+        tmp.replace(out / f.name)   # atomic: a running process keeps its mapped copy
+    (out / "module.json").write_text(json.dumps({
+        "key": key, "rocksdb_build": rec["path"], "ext_sources": ext_sources_id(),
+        "python": python, "compile_seconds": round(time.time() - t0, 1),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1) + "\n")
+    return out
+
+
+def ensure_module(key: str, jobs: int | None = None) -> Path | None:
+    """The module directory of build `key` (compiled or brought up to date); None
+    when `key` is the build of the editable install's module."""
+    if Path(get_build(key)["path"]) == installed_build():
+        return None
+    if not module_current(key):
+        build_module(key, jobs)
+    return module_dir(key)
+
+
+def select_core() -> str | None:
+    """Load build $RXLAB_BUILD's compiled module as rxlab._core (called by rxlab/__init__.py).
+
+    Returns the module's path, or None when RXLAB_BUILD is unset (the editable
+    install's module is imported as usual). A key without a compiled module is
+    refused unless it is the installed module's build.
+    """
+    key = os.environ.get(BUILD_ENV, "").strip()
+    if not key or "rxlab._core" in sys.modules:
+        return None
+    sos = sorted(module_dir(key).glob("_core*.so"))
+    if not sos:
+        if (cache_root() / "rocksdb" / key) == installed_build():
+            return None
+        raise ImportError(f"{BUILD_ENV}={key}: no compiled rxlab module for that build in "
+                          f"{module_dir(key)}: run `python -m rxlab.toolchains module {key}`")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rxlab._core", sos[0])
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["rxlab._core"] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules["rxlab._core"]
+        raise
+    if "rxlab" in sys.modules:
+        sys.modules["rxlab"]._core = mod  # what the import system does for a loaded submodule
+    return str(sos[0])
 
 
 # ---------------------------------------------------------------- source
@@ -240,21 +441,46 @@ def _ninja_with_progress(cmd: list[str], cwd: Path, log: Path) -> None:
 def _apply_patches(srcdir: Path, version: str, log: Path) -> list[str]:
     """The smallest patches kept in ext/rocksdb-patches/<version>/, in name order."""
     applied = []
-    pdir = PATCH_DIR / version
-    for p in sorted(pdir.glob("*.patch")) if pdir.is_dir() else []:
-        _run(["patch", "-p1", "-i", str(p)], f"patch {p.name}", cwd=srcdir, log=log)
-        applied.append(p.name)
+    for p in patches_for(version):
+        _run(["patch", "-p1", "--forward", "-i", str(p)], f"patch {p.name}", cwd=srcdir, log=log)
+        applied.append({"patch": p.name, "reason": patch_reason(p)})
     return applied
 
 
+def patches_for(version: str) -> list[Path]:
+    pdir = PATCH_DIR / version
+    return sorted(pdir.glob("*.patch")) if pdir.is_dir() else []
+
+
+def patch_reason(p: Path) -> str:
+    """The first non-empty line of a patch's header (before the first ---)."""
+    for line in p.read_text(errors="replace").splitlines():
+        if line.startswith(("---", "diff ")):
+            break
+        if line.strip():
+            return line.strip().removeprefix("Subject:").strip()
+    return ""
+
+
 def build(version: str = DEFAULT_VERSION, cc: str = "gcc", lto: bool = False,
-          jobs: int | None = None, force: bool = False) -> Path:
-    """Build RocksDB `version` (shared library + db_bench) into the cache."""
-    prefix = build_dir(version, cc, lto)
-    if is_complete(prefix) and not force:
-        print(f"RocksDB {version} ({prefix.name}) already built: {prefix}", file=sys.stderr)
-        return prefix
+          jobs: int | None = None, force: bool = False, cxxflags: str = "") -> Path:
+    """Build RocksDB `version` (shared library + db_bench) into the cache.
+
+    lto: clang's link-time optimisation (CMake's IPO: -flto=thin) with lld and
+    llvm-ar/llvm-ranlib of the same LLVM version. cxxflags: extra C/C++ flags
+    (part of the key). A finished build is returned as it is unless `force`.
+    """
+    if lto and cc != "clang":
+        raise BuildError(f"--lto with cc={cc}: LTO builds use clang with lld (the post's clang+LTO)")
+    prefix = build_dir(version, cc, lto, cxxflags)
     c, cxx, major = _compiler(cc)
+    if is_complete(prefix) and not force:
+        rec = json.loads((prefix / "build.json").read_text())
+        now = _full_version(cxx)
+        note = "" if rec.get("compiler_version") == now else \
+            f" (built by {rec.get('compiler_version')}; {cxx} is now {now}; --force rebuilds)"
+        print(f"RocksDB {version} ({prefix.name}) already built: {prefix}{note}", file=sys.stderr)
+        return prefix
     tarball = fetch_source(version)
     work = cache_root() / "rocksdb-build" / prefix.name
     if work.exists():
@@ -269,12 +495,21 @@ def build(version: str = DEFAULT_VERSION, cc: str = "gcc", lto: bool = False,
     src = work / top
     patches = _apply_patches(src, version, log)
     flags = list(CMAKE_FLAGS) + [f"-DCMAKE_C_COMPILER={c}", f"-DCMAKE_CXX_COMPILER={cxx}"]
+    extra = " ".join(cxxflags.split())
+    if extra:
+        flags += [f"-DCMAKE_C_FLAGS={extra}", f"-DCMAKE_CXX_FLAGS={extra}"]
     if lto:
+        # LTO objects are LLVM bitcode: llvm-ar/llvm-ranlib and lld of the same LLVM
+        # (the post's clang+LTO). A plain clang build links the shared library with
+        # the system linker; static archives are not part of TARGETS.
         ver = cxx.rsplit("-", 1)[-1] if "-" in cxx else ""
         sfx = f"-{ver}" if ver.isdigit() else ""
+        for tool in ("llvm-ar", "llvm-ranlib", "ld.lld"):
+            if not shutil.which(tool + sfx):
+                raise BuildError(f"{tool + sfx} not found: apt-get install -y lld{sfx} llvm{sfx}")
         flags += ["-DCMAKE_INTERPROCEDURAL_OPTIMIZATION=ON",
-                  f"-DCMAKE_AR={shutil.which('llvm-ar' + sfx) or 'llvm-ar'}",
-                  f"-DCMAKE_RANLIB={shutil.which('llvm-ranlib' + sfx) or 'llvm-ranlib'}",
+                  f"-DCMAKE_AR={shutil.which('llvm-ar' + sfx)}",
+                  f"-DCMAKE_RANLIB={shutil.which('llvm-ranlib' + sfx)}",
                   f"-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld{sfx}",
                   f"-DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld{sfx}"]
     bdir = work / "build"
@@ -305,7 +540,8 @@ def build(version: str = DEFAULT_VERSION, cc: str = "gcc", lto: bool = False,
     record = {
         "version": version, "cc": cc, "compiler": cxx, "compiler_version": _full_version(cxx),
         "lto": lto, "key": prefix.name, "cmake_flags": flags, "targets": TARGETS,
-        "cxxflags_release": "-O3 -DNDEBUG", "patches": patches, "source": tarball.name,
+        "cxxflags_release": "-O3 -DNDEBUG", "cxxflags_extra": extra, "patches": patches,
+        "source": tarball.name, "jobs": jobs,
         "build_seconds": round(seconds), "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if prefix.exists():
@@ -323,12 +559,31 @@ def _full_version(cxx: str) -> str:
 
 
 def remove(key: str) -> Path:
+    """Delete build `key` and its compiled module (never the installed module's build)."""
     d = cache_root() / "rocksdb" / key
-    if not d.is_dir():
+    if not key or "/" in key or not d.is_dir():
         have = ", ".join(b["key"] for b in list_builds()) or "none"
         raise BuildError(f"no build {key!r} in the cache: have {have}")
+    if d == installed_build():
+        raise BuildError(f"build {key!r} is the one rxlab's installed module uses: rebuild rxlab "
+                         "against another build (RXLAB_ROCKSDB=... make ext) before removing it")
+    shutil.rmtree(module_dir(key), ignore_errors=True)
     shutil.rmtree(d)
     return d
+
+
+def format_builds(recs: list[dict]) -> str:
+    """`rxlab builds`: key, toolchain, size, build time, module, flags and patches."""
+    lines = [f"{'key':26} {'toolchain':10} {'size':>9} {'built in':>8}  {'module':9} flags"]
+    for r in recs:
+        flags = [f.removeprefix("-D") for f in r.get("cmake_flags", [])
+                 if any(k in f for k in ("COMPILER=", "INTERPROC", "_FLAGS=", "LINKER"))]
+        pt = [p["patch"] if isinstance(p, dict) else p for p in r.get("patches", [])]
+        mins = r["build_seconds"] / 60
+        lines.append(f"{r['key']:26} {r['toolchain']:10} {r['size_mb']:7.1f}MB {mins:6.1f}m"
+                     f"  {r['module']:9} {r.get('compiler_version', '')}; {' '.join(flags)}"
+                     + (f"; patches: {', '.join(pt)}" if pt else ""))
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -340,18 +595,21 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--lto", action="store_true")
     b.add_argument("--jobs", type=int)
     b.add_argument("--force", action="store_true")
-    sub.add_parser("path")
+    b.add_argument("--cxxflags", default="", help="extra compiler flags (part of the key)")
+    sub.add_parser("path", help="the build the extension compiles against")
     sub.add_parser("list")
+    rm = sub.add_parser("remove")
+    rm.add_argument("key")
     a = ap.parse_args(argv)
     try:
         if a.cmd == "build":
-            print(build(a.version, a.cc, a.lto, a.jobs, a.force))
+            print(build(a.version, a.cc, a.lto, a.jobs, a.force, a.cxxflags))
         elif a.cmd == "path":
-            print(active_build())
+            print(compile_build())
+        elif a.cmd == "remove":
+            print(f"removed {remove(a.key)}")
         else:
-            for rec in list_builds():
-                print(f"{rec['key']:24} {rec['size_mb']:8.1f} MB  {rec['build_seconds'] / 60:5.1f} min  "
-                      f"{rec['path']}")
+            print(format_builds(list_builds()))
     except BuildError as e:
         print(f"rxlab: {e}", file=sys.stderr)
         return 1
