@@ -825,6 +825,11 @@ def fig_overhead(result: StudyResult, ot: pd.DataFrame | None = None):
                 ax.plot(x, r["rel"].iloc[0], TRACER_STYLE[tr]["marker"], color=figures.backend_color(b), ms=5,
                         mec="#222222", mew=0.4)
         ax.set_yscale("log")
+        from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+        ax.yaxis.set_major_locator(FixedLocator([0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0]))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.axhline(1.0, color="#555555", lw=0.6)
         if {"none", "strace"} <= set(pub.index):
             r = float(pub["strace"]) / float(pub["none"])
@@ -891,6 +896,19 @@ def findings(result: StudyResult, tp: pd.DataFrame, ot: pd.DataFrame, summary: p
                              f"({', '.join(f'{r.backend} {100 * r.rel:.0f}%' for r in g.itertuples())})")
         if parts:
             lines.append(f"- **{test}**: " + "; ".join(parts) + ".")
+        spread = []
+        for tr in ("strace", "perf", "counters"):
+            g = o[o["tracer"] == tr]
+            if len(g) and int(g["n"].min()) > 1:
+                slower = int((g["rel_max"] < 1).sum())
+                faster = int((g["rel_min"] > 1).sum())
+                spread.append(f"{tr}: slower than untraced in every repetition on {slower} of {len(g)} "
+                              "backends"
+                              + (f", faster on {faster}" if faster else "")
+                              + (f", within the run-to-run spread on {len(g) - slower - faster}"
+                                 if len(g) - slower - faster else ""))
+        if spread:
+            lines.append(f"  - {test}, repetition by repetition: " + "; ".join(spread) + ".")
     pub = published_rows().set_index("tracing")
     if {"none", "strace"} <= set(pub.index):
         s = ot[(ot["tracer"] == "strace") & ot["backend"].isin(["posix", "libaio"])]
