@@ -432,8 +432,8 @@ def study_frame(cat: pd.DataFrame) -> pd.DataFrame:
     if cat.empty:
         return pd.DataFrame(columns=[*_KEYS, *metrics.SEED_COLUMNS, "mbps"])
     uri = cat["backend"].astype(str)
-    delay = uri.str.extract(r"delay_us=(\d+)")[0].fillna(0).astype(int)
-    jitter = uri.str.extract(r"jitter_us=(\d+)")[0].fillna(0).astype(int)
+    delay = pd.to_numeric(uri.str.extract(r"delay_us=(\d+)")[0], errors="coerce").fillna(0).astype(int)
+    jitter = pd.to_numeric(uri.str.extract(r"jitter_us=(\d+)")[0], errors="coerce").fillna(0).astype(int)
     keys = pd.DataFrame({"study": m["study"], "rep": m["rep"].astype(int), "case": m["case"],
                          "delay_us": delay, "jitter_us": jitter, "backend": uri.map(_strip_case),
                          "backend_uri": uri, "part": m["part"]}, index=cat.index)
@@ -660,7 +660,7 @@ def hardware_table(result: StudyResult) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- figures
 
-def _pub_marker(ax, x, v, vmax, label=None, color="#000000"):
+def _pub_marker(ax, x, v, vmax, label=None, *, color="#000000"):
     """A published number: a diamond (edge in `color`), with a bar over its range when it has one."""
     if not np.isfinite(v):
         return
@@ -709,7 +709,8 @@ def fig_throughput(result: StudyResult):
     """Figure 3: MB/s per workload and backend on the local disk (dots: repetitions; diamonds: the report)."""
     t = throughput_table(result, "local")
     pts = _case_points(result, "local", "mbps")
-    fig, axes = figures.figure(width="page", aspect=0.3, ncols=len(LOCAL_TESTS), layout="constrained")
+    fig, axes = figures.figure(width="page", aspect=0.3, ncols=len(LOCAL_TESTS))
+    fig.subplots_adjust(wspace=0.35)
     for ax, test in zip(np.ravel(axes), LOCAL_TESTS, strict=True):
         sub = t[t["test"] == test].assign(g=test)
         _bars(ax, sub, result, [test], "g", points={(b, test): v for (b, tt), v in pts.items() if tt == test})
@@ -749,13 +750,15 @@ def _percentile_lines(ax, lat: pd.DataFrame, result: StudyResult, test: str, *,
                 seen_pub = True
     ax.set_xticks(x, PCT_NAMES)
     ax.set_yscale("log")
+    ax.minorticks_off()  # minor tick labels of log axes cost seconds per figure in layout
     ax.set_title(test)
 
 
 def fig_latency(result: StudyResult):
     """Figure 6: latency percentiles p50..p99.9 per workload and backend on the local disk."""
     lat = latency_table(result, "local")
-    fig, axes = figures.figure(width="page", aspect=0.3, ncols=len(LOCAL_TESTS), layout="constrained")
+    fig, axes = figures.figure(width="page", aspect=0.3, ncols=len(LOCAL_TESTS))
+    fig.subplots_adjust(wspace=0.3)
     for ax, test in zip(np.ravel(axes), LOCAL_TESTS, strict=True):
         _percentile_lines(ax, lat, result, test)
     np.ravel(axes)[0].set_ylabel("latency per operation (us)")
@@ -767,7 +770,8 @@ def fig_zippydb(result: StudyResult):
     """Figure 4: ZippyDB (mixgraph) MB/s and mean Get latency per backend, the report's beside."""
     z = zippydb_table(result).assign(g="mixgraph")
     pts = _case_points(result, "local", "mbps")
-    fig, (a, b) = figures.figure(width="page", aspect=0.32, ncols=2, layout="constrained")
+    fig, (a, b) = figures.figure(width="page", aspect=0.32, ncols=2)
+    fig.subplots_adjust(wspace=0.3)
     _bars(a, z, result, ["mixgraph"], "g", points={(bk, "mixgraph"): v for (bk, t), v in pts.items()
                                                    if t == ZIPPY_TEST})
     a.set_xticks([])
@@ -789,7 +793,8 @@ def fig_emulated_throughput(result: StudyResult):
     """Figures 10 and 11: MB/s of fillseq, readrandom, readseq per case (local, virtual, remote), engine."""
     t = emulated_table(result)
     cases = result.cases
-    fig, axes = figures.figure(width="page", aspect=0.3, ncols=len(CLUSTER_TESTS), layout="constrained")
+    fig, axes = figures.figure(width="page", aspect=0.3, ncols=len(CLUSTER_TESTS))
+    fig.subplots_adjust(wspace=0.3)
     for ax, test in zip(np.ravel(axes), CLUSTER_TESTS, strict=True):
         pts = {}
         for c in cases:
@@ -813,7 +818,8 @@ def fig_emulated_latency(result: StudyResult):
     if ref is not None:
         ref = ref[ref["backend"].map(lambda b: not checks.is_default(b))]
     fig, axes = figures.figure(width="page", aspect=0.26 * len(cases), nrows=len(cases),
-                               ncols=len(CLUSTER_TESTS), squeeze=False, sharex=True, layout="constrained")
+                               ncols=len(CLUSTER_TESTS), squeeze=False, sharex=True)
+    fig.subplots_adjust(wspace=0.25, hspace=0.3)
     for i, c in enumerate(cases):
         lat = latency_table(result, c, CLUSTER_TESTS)
         lat = lat[lat["backend"].isin(set(result.frame.loc[engines, "backend"]))]
