@@ -15,8 +15,8 @@ SSDs beneath). This module is that study:
 * Buffered reads come from the page cache unless memory is short, so each
   overwrite step runs in a child process (``python -m rxlab.readahead
   --child SPEC.json``) placed in a memory cgroup of its own with a limit well
-  below the DB's size (v1: memory.limit_in_bytes; v2: memory.max), created
-  under the cgroup of the calling process and removed afterwards. The child
+  below the DB's size (v1: memory.limit_in_bytes, created under the cgroup
+  of the calling process; v2: memory.max, beside it), removed afterwards. The child
   runs the step through rxlab.driver.Session and stores it with
   rxlab.store.RunWriter, adding per step its own storage reads from
   /proc/self/io and its cgroup's memory.stat.
@@ -162,11 +162,15 @@ def cgroup_support() -> CgroupSupport:
         own[ctrls] = path
     v2root = Path("/sys/fs/cgroup")
     if (v2root / "cgroup.controllers").is_file():
-        parent = v2root / own.get("", "/").lstrip("/")
-        cf = parent / "cgroup.controllers"
+        # v2 lets only leaf cgroups hold processes, and ours holds this one: the child's cgroup is a
+        # sibling of ours (the parent enables memory for its children when ours lists it). Untested
+        # here: this machine mounts v1.
+        mine = v2root / own.get("", "/").lstrip("/")
+        cf = mine / "cgroup.controllers"
         ctrls = cf.read_text().split() if cf.is_file() else []
         if "memory" not in ctrls:
-            return CgroupSupport(None, None, f"cgroup v2: the memory controller is not available in {parent}")
+            return CgroupSupport(None, None, f"cgroup v2: the memory controller is not available in {mine}")
+        parent = mine.parent if mine != v2root else v2root
         return CgroupSupport(2, parent, f"cgroup v2 under {parent}")
     v1root = Path("/sys/fs/cgroup/memory")
     if (v1root / "memory.limit_in_bytes").is_file():
@@ -851,6 +855,7 @@ def device_table(settings: Settings) -> pd.DataFrame:
 
 def _bars(result: StudyResult, col: str, ylabel: str, *, ref_lines: Sequence[tuple] = (),
           marks: dict | None = None):
+    """Bars of the per-setting medians, circles for the repetitions; the seed's verdicts under the ticks."""
     from . import figures
 
     f = result.frame
@@ -865,16 +870,16 @@ def _bars(result: StudyResult, col: str, ylabel: str, *, ref_lines: Sequence[tup
             ax.plot(np.full(len(pts), i), pts, "o", ms=3, color="#222222", mfc="none")
     for y, label, style in ref_lines:
         ax.axhline(y, color="#555555", lw=0.8, ls=style)
-        ax.annotate(label, (len(s) - 0.5, y), ha="right", va="bottom", fontsize=6, color="#333333")
-    ax.set_xticks(x, [f"{r}" for r in s["setting"]])
-    ax.set_xlabel("compaction_readahead_size")
+        ax.annotate(label, (-0.45, y), ha="left", va="bottom", fontsize=6, color="#333333")
+    _ticks(ax, s, marks)
     ax.set_ylabel(ylabel)
-    if marks:
-        top = ax.get_ylim()[1]
-        for i, ra in enumerate(s["setting"]):
-            if ra in marks:
-                ax.annotate(marks[ra], (i, top * 0.97), ha="center", va="top", fontsize=6, color="#000000")
     return fig, ax
+
+
+def _ticks(ax, s: pd.DataFrame, marks: dict | None) -> None:
+    marks = marks or {}
+    ax.set_xticks(np.arange(len(s)), [f"{r}\n({marks[r]})" if r in marks else str(r) for r in s["setting"]])
+    ax.set_xlabel("compaction_readahead_size")
 
 
 def _seed_marks(metric: str) -> dict:
@@ -913,14 +918,9 @@ def fig_read_mbps(result: StudyResult):
     w = 0.8 / len(series)
     for i, (col, label, color) in enumerate(series):
         ax.bar(x - 0.4 + w * (i + 0.5), s[col], w * 0.92, color=color, label=label)
-    marks = _seed_marks("read MB/s (iostat)")
-    top = max(float(np.nanmax(s[[c for c, _, _ in series]].to_numpy(float))) * 1.25, 1.0)
+    top = max(float(np.nanmax(s[[c for c, _, _ in series]].to_numpy(float))) * 1.3, 1.0)
     ax.set_ylim(0, top)
-    for i, ra in enumerate(s["setting"]):
-        if ra in marks:
-            ax.annotate(marks[ra], (i, top * 0.97), ha="center", va="top", fontsize=6)
-    ax.set_xticks(x, list(s["setting"]))
-    ax.set_xlabel("compaction_readahead_size")
+    _ticks(ax, s, _seed_marks("read MB/s (iostat)"))
     ax.set_ylabel("read MiB/s")
     ax.set_title("reads during overwrite")
     ax.legend(loc="upper left", fontsize=6)
@@ -928,16 +928,24 @@ def fig_read_mbps(result: StudyResult):
 
 
 def fig_reqsz(result: StudyResult):
-    """Average device read request size (reqsz, KiB) per setting; the setting and max_sectors_kb as lines."""
+    """Device read request size (reqsz, KiB) per setting, log scale, beside the setting and max_sectors_kb."""
+    from matplotlib.ticker import FuncFormatter
+
     msk = result.max_sectors_kb
     refs = [(msk, f"max_sectors_kb = {msk}", "--")] if msk else []
     fig, ax = _bars(result, "reqsz", "average read request size, reqsz (KiB)", ref_lines=refs,
                     marks=_seed_marks("rareq-sz (iostat)"))
     s = summary(result)
-    ax.plot(np.arange(len(s)), s["readahead_kb"], "_", ms=18, mew=1.5, color="#d55e00",
-            label="compaction_readahead_size")
-    ax.set_ylim(0, max(ax.get_ylim()[1], (msk or 0) * 1.1))
-    ax.legend(loc="center left", fontsize=6)
+    ra = s["readahead_kb"].where(s["readahead_kb"] > 0)
+    ax.plot(np.arange(len(s)), ra, "_", ms=18, mew=1.5, color="#d55e00", label="compaction_readahead_size")
+    ax.set_yscale("log", base=2)
+    vals = pd.to_numeric(result.frame["reqsz"], errors="coerce").dropna()
+    lo = max(1.0, float(vals.min()) / 2) if len(vals) else 1.0
+    top = [msk or 0, ra.max() if ra.notna().any() else 0, vals.max() if len(vals) else 1]
+    hi = max(float(np.nanmax(top)), 8.0) * 2
+    ax.set_ylim(lo, hi)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.legend(loc="center right", fontsize=6)
     ax.set_title("device read size (iostat's rareq-sz)")
     return fig
 
@@ -989,6 +997,13 @@ def findings(result: StudyResult) -> str:
                  + ", ".join(f"{k} {r['cache.hit']:.2f}" for k, r in rs.iterrows())
                  + (f", under a {limit / MIB:.0f} MiB memory limit" if limit else ", without a memory limit")
                  + f"; write stalls took {', '.join(f'{v:.0f}%' for v in rs['stall.pct'])} of the step.")
+    crs = rs["compact_rmbps"]
+    lines.append("- Compaction read " + ", ".join(f"{v:.1f} MiB/s at {k}" for k, v in crs.items())
+                 + " (RocksDB's own count of compaction input bytes per second of the step).")
+    if (rs["stall.pct"] < 5).all():
+        lines.append("- Write stalls took under 5% of every step: overwrite was not compaction-bound here, "
+                     "so the readahead setting changes how fast compaction reads, not how fast the writer "
+                     "writes.")
     own, dev = pd.to_numeric(result.frame["own_read_bytes"]), (
         pd.to_numeric(result.frame["disk_read_sectors"]) * 512)
     if dev.sum() > 0 and own.sum() < 0.95 * dev.sum():
