@@ -26,10 +26,8 @@ direct IO, on a local SSD (its Figures 3, 4 and 6) and on a cluster's
   `findings`, the numbers in a few sentences.
 
 Throughput is db_bench's MB/s (key and value bytes moved per second, MB =
-2**20 bytes), the unit of the report. rxlab.metrics has no such column yet;
-`mb_per_s` computes it from the stored step's `bytes` and `wall_s` here,
-once, until it moves there. Every other column (qps, cpuPer, rx.lat,
-percentiles) comes from rxlab.metrics.
+2**20 bytes), the unit of the report: rxlab.metrics' `mbps`, like every other
+column (qps, cpuPer, rx.lat, percentiles).
 """
 from __future__ import annotations
 
@@ -413,10 +411,8 @@ def run_study(params: Params, root: str | os.PathLike | None = None, progress: b
 # --------------------------------------------------------------------------- frames
 
 def mb_per_s(rows: pd.DataFrame) -> pd.Series:
-    """db_bench's MB/s of each step row: key+value bytes moved / 2**20 / wall seconds (NaN without bytes)."""
-    b = pd.to_numeric(rows["bytes"], errors="coerce") if "bytes" in rows.columns else np.nan
-    w = pd.to_numeric(rows["wall_s"], errors="coerce")
-    return (b / 2**20 / w.where(w > 0)).astype(float)
+    """db_bench's MB/s of each step row (rxlab.metrics' `mbps`)."""
+    return metrics.seed_columns(rows)["mbps"].astype(float)
 
 
 _KEYS = ["study", "rep", "case", "delay_us", "jitter_us", "backend", "backend_uri", "part", "test", "run_id"]

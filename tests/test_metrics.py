@@ -101,7 +101,7 @@ def test_units_on_a_hand_computed_step():
     row = {"name": "readrandom", "ops": 1000, "wall_s": 2.0, "lat_mean_us": 50.0,
            "cpu_user_s": 0.010, "cpu_sys_s": 0.005, "disk_reads": 400, "disk_read_sectors": 400 * 16,
            "disk_read_ticks_ms": 20, "disk_writes": 3, "disk_write_sectors": 2 * 2048,
-           "disk_write_ticks_ms": 1}
+           "disk_write_ticks_ms": 1, "bytes": 1000 * 4194}
     got = metrics.seed_columns(row).iloc[0]
     assert got["qps"] == 500
     assert got["iops"] == 200
@@ -112,6 +112,7 @@ def test_units_on_a_hand_computed_step():
     assert got["rx.lat"] == 50.0
     assert got["io.lat"] == pytest.approx(50.0)   # 20 ms / 400 reads
     assert got["wmbps"] == pytest.approx(1.0)     # 2 MiB in 2 s
+    assert got["mbps"] == pytest.approx(1000 * 4194 / 2**20 / 2)   # db_bench's MB/s of the ops' bytes
     assert got["test"] == "readrandom"
 
 
