@@ -302,6 +302,7 @@ class Session:
         d0 = sysinfo.diskstats(disk) if disk else None
         c0, r0 = sysinfo.proc_stat_cpu(), sysinfo.rusage()
         f0, t0 = self.db.counters(), self.db.statistics()
+        io0 = sysinfo.proc_pid_io(os.getpid())
         # System counters sampled in a Python thread while the C++ threads
         # run without the GIL: per-second device IOPS and CPU beside ops.
         from .refs import Sampler
@@ -316,7 +317,12 @@ class Session:
         d1 = sysinfo.diskstats(disk) if disk else None
         c1, r1 = sysinfo.proc_stat_cpu(), sysinfo.rusage()
         f1, t1 = self.db.counters(), self.db.statistics()
+        io1 = sysinfo.proc_pid_io(os.getpid())
         row = step_row(step, sspec, res, d0, d1, c0, c1, r0, r1, f0, f1, t0, t1, self.spec.backend)
+        if io0 and io1:  # this process's own storage IO (page-cache hits excluded), unlike diskstats
+            for k, col in (("read_bytes", "own_read_bytes"), ("write_bytes", "own_write_bytes"),
+                           ("rchar", "own_rchar")):
+                row[col] = io1[k] - io0[k]
         row["timeseries"] = series
         return row
 
@@ -388,8 +394,16 @@ def step_row(step, sspec, res, d0, d1, c0, c1, r0, r1, f0, f1, t0, t1, backend) 
     return row
 
 
-def run(spec: RunSpec | Mapping, root: str | os.PathLike | None = None, progress: bool = True):
-    """Execute a spec and store it; returns the run directory."""
+def run(spec: RunSpec | Mapping, root: str | os.PathLike | None = None, progress: bool = True, *,
+        meta: Mapping | None = None, fingerprint: Mapping | None = None, step_probe=None):
+    """Execute a spec and store it; returns the run directory.
+
+    meta: more keys for the stored spec (a study's labels). fingerprint: more
+    environment facts (e.g. the memory cgroup a child runs in). step_probe:
+    called just before each step, it returns a callable that, called just
+    after the step, returns more columns for the step's row (counters that
+    must be taken inside the step's window).
+    """
     from tqdm import tqdm
 
     from .builds import active_build
@@ -405,17 +419,20 @@ def run(spec: RunSpec | Mapping, root: str | os.PathLike | None = None, progress
     rec = (build / "build.json").read_text() if (build / "build.json").is_file() else "{}"
     import json
 
-    fp = sysinfo.fingerprint(spec.db, rocksdb_build=json.loads(rec))
+    fp = {**sysinfo.fingerprint(spec.db, rocksdb_build=json.loads(rec)), **(fingerprint or {})}
     # Open first: bad RocksDB options are refused before the run directory exists.
     sess = Session(spec)
     try:
-        with RunWriter(root, spec.to_dict(), fp) as w:
+        with RunWriter(root, {**spec.to_dict(), **(meta or {})}, fp) as w:
             for i, step in enumerate(tqdm(steps, desc=spec.name, disable=not progress, unit="step")):
                 if "reopen" in step:
                     sess.close()
                     sess = Session(spec, bloom_bits=step["reopen"].get("bloom_bits"))
                     continue
+                finish = step_probe() if step_probe is not None else None
                 row = sess.run_step(step, index=i)
+                if finish is not None:
+                    row.update(finish())
                 row["step_index"] = i
                 w.add_step(row)
     finally:

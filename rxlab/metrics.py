@@ -25,6 +25,8 @@ Derived columns (the seeds' names):
     io.lat  disk_read_ticks_ms * 1000 / disk_reads (device read latency, us)
     wmbps   disk_write_sectors * 512 / 2**20 / wall_s
     mbps    bytes / 2**20 / wall_s                 (db_bench's MB/s: key+value bytes the op moved)
+    rmbps   disk_read_sectors * 512 / 2**20 / wall_s   (iostat's rMB/s: the device, every process)
+    own_rmbps  own_read_bytes / 2**20 / wall_s     (this process's storage reads, /proc/self/io)
 
 and, against a fio baseline row measured the same way:
 
@@ -54,7 +56,7 @@ RAW_COLUMNS = (
 # Column order of the seeds' tables ("test" is the step name).
 SEED_COLUMNS = ("qps", "iops", "reqsz", "usPer", "syPer", "cpuPer", "rx.lat", "io.lat", "test")
 # Extra derived columns that the seeds use in prose but not in the main table.
-EXTRA_COLUMNS = ("wmbps", "mbps")
+EXTRA_COLUMNS = ("wmbps", "mbps", "rmbps", "own_rmbps")
 EFFICIENCY_COLUMNS = ("io.eff", "us.inc", "cpu.inc")
 
 # Latency percentiles every producer reports, and their column names. The
@@ -116,6 +118,8 @@ def seed_columns(rows) -> pd.DataFrame:
     out["test"] = df["name"].astype(str) if "name" in df.columns else ""
     out["wmbps"] = _div(_col(df, "disk_write_sectors") * SECTOR_BYTES / 2**20, wall)
     out["mbps"] = _div(_col(df, "bytes") / 2**20, wall)
+    out["rmbps"] = _div(_col(df, "disk_read_sectors") * SECTOR_BYTES / 2**20, wall)
+    out["own_rmbps"] = _div(_col(df, "own_read_bytes") / 2**20, wall)
     return out
 
 

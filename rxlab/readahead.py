@@ -47,8 +47,8 @@ used). Without a memory limit it sits near 1 on this machine (the DB fits in
 memory) and the readahead setting cannot matter; under the limit it should be
 low. Both counters are the process's own, so other processes on the machine
 cannot move it. The
-seeds' columns (qps, iops, reqsz, wmbps) come from rxlab.metrics; read MB/s
-is iops x reqsz (see `READ_MBPS`).
+seeds' columns (qps, iops, reqsz, wmbps) and the read MB/s (rmbps, own_rmbps)
+come from rxlab.metrics.
 """
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 SEED_SETTINGS = (0, 512 * KIB, 1 * MIB, 2 * MIB)   # the seed's compaction_readahead_size values
 MAX_READAHEAD = 64 * MIB
 DROP_CACHES = ("system", "db", "none")
-READ_MBPS = "rmbps"   # device read MiB/s = iops * reqsz / 1024 (rxlab.metrics has no read MB/s column yet)
+READ_MBPS = "rmbps"   # device read MiB/s (rxlab.metrics)
 
 
 # --------------------------------------------------------------------------- parameters
@@ -631,11 +631,11 @@ _CG_KEEP = ("cache", "rss", "dirty", "writeback", "mapped_file", "file", "anon",
 def child_main(job_file: str | os.PathLike) -> Path:
     """The child's side: join the cgroup, run the spec's steps, store them with per-step extras.
 
-    Each step row gets own_read_bytes/own_write_bytes (/proc/self/io
-    read_bytes/write_bytes over the step) and cgroup.* (memory.stat of the
-    child's cgroup: counters as deltas, levels at the end; v1 max usage reset
-    at the start, so cgroup.peak is the step's). Same steps as driver.run,
-    with these taken inside each step's window: driver.run has no hook for them.
+    Each step row gets cgroup.* (memory.stat of the child's cgroup: counters
+    as deltas, levels at the end; v1 max usage reset at the start, so
+    cgroup.peak is the step's), taken inside the step's window through
+    driver.run's step probe; own_read_bytes/own_write_bytes (/proc/self/io)
+    the driver records for every step.
     """
     job = json.loads(Path(job_file).read_text())
     cg_path, cg_version = job.get("cgroup"), job.get("cgroup_version")
@@ -647,36 +647,20 @@ def child_main(job_file: str | os.PathLike) -> Path:
         if Path(cg_path).name not in own:
             raise RuntimeError(f"the child did not join {cg_path}: /proc/self/cgroup says {own!r}")
     from . import driver
-    from .builds import active_build
-    from .store import RunWriter
 
-    spec = driver.RunSpec.from_dict(job["spec"])
-    driver.validate(spec)
-    steps = driver.expand(spec.steps)
-    build = active_build()
-    rec = json.loads((build / "build.json").read_text()) if (build / "build.json").is_file() else {}
-    fp = sysinfo.fingerprint(spec.db, rocksdb_build=rec)
-    fp["memory_cgroup"] = {"path": cg_path, "version": cg_version, "limit": job["meta"].get("memory_limit")}
-    sess = driver.Session(spec)
-    try:
-        with RunWriter(job["root"], {**spec.to_dict(), **job["meta"]}, fp) as w:
-            for i, step in enumerate(steps):
-                if cg_path and cg_version == 1:
-                    Path(cg_path, "memory.max_usage_in_bytes").write_text("0")
-                io0, m0 = sysinfo.proc_pid_io(os.getpid()), _cgroup_stat(cg_path, cg_version)
-                row = sess.run_step(step, index=i)
-                io1, m1 = sysinfo.proc_pid_io(os.getpid()), _cgroup_stat(cg_path, cg_version)
-                row["own_read_bytes"] = io1["read_bytes"] - io0["read_bytes"]
-                row["own_write_bytes"] = io1["write_bytes"] - io0["write_bytes"]
-                row["own_rchar"] = io1["rchar"] - io0["rchar"]
-                for k in _CG_KEEP:
-                    if k in m1:
-                        row[f"cgroup.{k}"] = m1[k] - m0.get(k, 0) if k in _CG_COUNTERS else m1[k]
-                row["step_index"] = i
-                w.add_step(row)
-    finally:
-        sess.close()
-    return w.path
+    def probe():
+        if cg_path and cg_version == 1:
+            Path(cg_path, "memory.max_usage_in_bytes").write_text("0")
+        m0 = _cgroup_stat(cg_path, cg_version)
+
+        def finish() -> dict:
+            m1 = _cgroup_stat(cg_path, cg_version)
+            return {f"cgroup.{k}": m1[k] - m0.get(k, 0) if k in _CG_COUNTERS else m1[k] for k in _CG_KEEP if k in m1}
+        return finish
+
+    memory = {"memory_cgroup": {"path": cg_path, "version": cg_version, "limit": job["meta"].get("memory_limit")}}
+    return driver.run(driver.RunSpec.from_dict(job["spec"]), job["root"], progress=False, meta=job["meta"],
+                      fingerprint=memory, step_probe=probe)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -704,9 +688,8 @@ def _col(df: pd.DataFrame, name: str) -> pd.Series:
 def derived(df: pd.DataFrame) -> pd.DataFrame:
     """This study's columns beside rxlab.metrics.seed_columns (same index).
 
-    rmbps: device read MiB/s (iops x reqsz / 1024: diskstats, device-wide,
-    iostat's rMB/s). own_rmbps: the process's own storage reads, MiB/s.
-    cache.hit: the page-cache hit ratio (module docstring). compact_rmbps:
+    rmbps (device-wide, iostat's rMB/s) and own_rmbps (the process's own
+    storage reads) come from rxlab.metrics. cache.hit: the page-cache hit ratio (module docstring). compact_rmbps:
     RocksDB's compaction read MiB/s (ticker rocksdb.compact.read.bytes).
     stall.pct: write-stall time (ticker rocksdb.stall.micros) as % of the
     step's wall time: how much overwrite waited for compaction.
@@ -718,8 +701,8 @@ def derived(df: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(index=df.index)
     for c in ("qps", "iops", "reqsz", "wmbps", "usPer", "syPer", "cpuPer", "rx.lat", "io.lat"):
         out[c] = seed[c]
-    out[READ_MBPS] = seed["iops"] * seed["reqsz"] / 1024
-    out["own_rmbps"] = _col(df, "own_read_bytes") / MIB / wall
+    out[READ_MBPS] = seed["rmbps"]
+    out["own_rmbps"] = seed["own_rmbps"]
     fs = _col(df, "fs.read_bytes")
     out["cache.hit"] = 1.0 - _col(df, "own_read_bytes") / fs.where(fs > 0)
     out["compact_rmbps"] = _col(df, "ticker.rocksdb.compact.read.bytes").fillna(0) / MIB / wall

@@ -440,17 +440,42 @@ def _meminfo_kb(key: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _own_cgroup_dirs() -> list[str]:
+    """This process's memory cgroup directories, innermost first (v2 unified, then v1 memory)."""
+    dirs = []
+    for line in (_read("/proc/self/cgroup") or "").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[0] == "0" and parts[1] == "":
+            base = "/sys/fs/cgroup"
+        elif "memory" in parts[1].split(","):
+            base = "/sys/fs/cgroup/memory"
+        else:
+            continue
+        p = Path(base + parts[2])
+        while True:  # a limit can be set on any ancestor: walk up to the root
+            dirs.append(str(p))
+            if str(p) == base or p.parent == p:
+                break
+            p = p.parent
+    return dirs
+
+
 def _cgroup_memory_limit() -> int | None:
-    """The memory limit of our cgroup in bytes (v2 or v1), None if unlimited."""
-    for f in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        s = _read(f)
-        if s and s != "max":
-            try:
-                v = int(s)
-            except ValueError:
-                continue
-            return None if v >= 2**62 else v
-    return None
+    """The tightest memory limit over this process's cgroup and its ancestors, in bytes; None if unlimited."""
+    limits = []
+    for d in _own_cgroup_dirs():
+        for f in ("memory.max", "memory.limit_in_bytes"):
+            s = _read(f"{d}/{f}")
+            if s and s != "max":
+                try:
+                    v = int(s)
+                except ValueError:
+                    continue
+                if v < 2**62:
+                    limits.append(v)
+    return min(limits) if limits else None
 
 
 REPO = Path(__file__).resolve().parent.parent
@@ -482,7 +507,7 @@ def git_info(repo: Path = REPO) -> dict:
 
 
 def host_id() -> str:
-    """The name a host goes by in a sweep: $RXLAB_HOST_ID (set by `rxlab worker --host-id`), else its hostname."""
+    """The name a host goes by in a sweep: $RXLAB_HOST_ID (`rxlab worker --host-id`), else its hostname."""
     return os.environ.get("RXLAB_HOST_ID") or socket.gethostname()
 
 

@@ -193,3 +193,24 @@ def test_fingerprint(dev):
     assert fp["rxlab_version"] != "unknown"
     assert fp["hostname"]
     assert sysinfo.fingerprint()["device"] is None
+
+
+def test_the_fingerprint_sees_the_memory_limit_of_the_process_own_cgroup(tmp_path):
+    """A child in a memory cgroup (as the readahead study makes one) reports that cgroup's limit."""
+    import subprocess
+    import sys
+
+    from rxlab.readahead import MemoryCgroup, cgroup_support
+
+    support = cgroup_support()
+    if not support.available:
+        pytest.skip(support.reason)
+    cg = MemoryCgroup(support, f"rxlab-test-{os.getpid()}", 768 << 20)
+    try:
+        code = "from rxlab import sysinfo; print(sysinfo.fingerprint()['cgroup_memory_limit'])"
+        out = subprocess.run(["sh", "-c", f'echo $$ > {cg.procs_file} && exec "$0" -c "$1"', sys.executable, code],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+    finally:
+        cg.remove()
+    assert int(out) == 768 << 20
+    assert sysinfo.fingerprint()["cgroup_memory_limit"] != 768 << 20  # ours is not the child's
