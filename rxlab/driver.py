@@ -97,7 +97,7 @@ class RunSpec:
     compaction_readahead_size: int | None = None
     options: str = ""              # more RocksDB options (RocksDB's syntax); these win
     use_existing_db: bool = False
-    perf_level: int = 1            # 2: PerfContext counts; 3+: timers too (costs CPU)
+    perf_level: int = 1            # 2: counts; 3: waits; 4: timers; 5: timers and CPU timers (cost CPU)
     statistics: bool = True
     seek_nexts: int = 10
     batch_size: int = 1
