@@ -435,7 +435,11 @@ def _ninja_with_progress(cmd: list[str], cwd: Path, log: Path) -> None:
         sys.stderr.write("\n")
     if rc != 0:
         errs = [ln for ln in log.read_text().splitlines() if "error" in ln.lower()][-5:]
-        raise BuildError(f"ninja failed (exit {rc}), log {log}: " + " | ".join(errs))
+        hint = ""
+        if any("<cstdint>" in e or "does not name a type" in e or "was not declared" in e for e in errs):
+            hint = (" | this compiler needs a missing include: put the smallest patch in "
+                    f"{PATCH_DIR}/<version>/ (see its README) and build again")
+        raise BuildError(f"ninja failed (exit {rc}), log {log}: " + " | ".join(errs) + hint)
 
 
 def _apply_patches(srcdir: Path, version: str, log: Path) -> list[str]:
