@@ -1128,7 +1128,9 @@ def fig_scan(result: StudyResult, table: pd.DataFrame | None = None):
             Patch(facecolor="white", edgecolor="#333333", hatch="///", label="async_io off"),
             Patch(facecolor="#999999", edgecolor="#333333", label="async_io on"),
         ],
-        loc="upper left",
+        loc="lower left",
+        bbox_to_anchor=(0.0, 1.0),
+        ncols=2,
     )
     ax.set_ylabel("scan MB/s")
     ax2.set_xticks(x, labels, fontsize=6)
