@@ -484,9 +484,6 @@ def _step_annotations(step: dict, row: dict, backend: str) -> dict:
         )
         if k in step
     }
-    hist = (row.get("histograms") or {}).get(row.get("op"), [])
-    if hist:  # the driver reports metrics.PERCENTILES, which has no p95; the page quotes P95
-        out.update(metrics.histogram_percentiles(hist, (95.0,)))
     out["overlap"], out["overlap_evidence"] = overlap({**row, **out}, backend)
     return out
 
@@ -690,9 +687,7 @@ def study_frame(cat: pd.DataFrame) -> pd.DataFrame:
     derived = metrics.seed_columns(cat)
     raw = cat.drop(columns=[c for c in (*derived.columns, "backend") if c in cat.columns])
     out = pd.concat([keys, raw, derived], axis=1)
-    threads = pd.to_numeric(out["threads"])
-    out["micros_per_op"] = threads * 1e6 / out["qps"]  # db_bench's micros/op (per key for MultiGet)
-    out["mb_per_s"] = pd.to_numeric(out["bytes"]) / pd.to_numeric(out["wall_s"]) / 2**20
+    out["mb_per_s"] = out["mbps"]  # db_bench's MB/s (rxlab.metrics); micros_per_op comes from there too
     out["us_per_call"] = out["rx.lat"]  # mean latency of one API call (a MultiGet)
     out["reads_per_key"] = pd.to_numeric(out.get("fs.reads", np.nan)) / pd.to_numeric(out["ops"])
     first = [c for c in _KEYS if c in out.columns]

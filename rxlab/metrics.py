@@ -25,6 +25,7 @@ Derived columns (the seeds' names):
     io.lat  disk_read_ticks_ms * 1000 / disk_reads (device read latency, us)
     wmbps   disk_write_sectors * 512 / 2**20 / wall_s
     mbps    bytes / 2**20 / wall_s                 (db_bench's MB/s: key+value bytes the op moved)
+    micros_per_op  threads * wall_s * 1e6 / ops    (db_bench's micros/op; per key for MultiGet)
     rmbps   disk_read_sectors * 512 / 2**20 / wall_s   (iostat's rMB/s: the device, every process)
     own_rmbps  own_read_bytes / 2**20 / wall_s     (this process's storage reads, /proc/self/io)
 
@@ -56,13 +57,13 @@ RAW_COLUMNS = (
 # Column order of the seeds' tables ("test" is the step name).
 SEED_COLUMNS = ("qps", "iops", "reqsz", "usPer", "syPer", "cpuPer", "rx.lat", "io.lat", "test")
 # Extra derived columns that the seeds use in prose but not in the main table.
-EXTRA_COLUMNS = ("wmbps", "mbps", "rmbps", "own_rmbps")
+EXTRA_COLUMNS = ("wmbps", "mbps", "micros_per_op", "rmbps", "own_rmbps")
 EFFICIENCY_COLUMNS = ("io.eff", "us.inc", "cpu.inc")
 
 # Latency percentiles every producer reports, and their column names. The
 # seeds quote p50..p99.99; db_bench prints P50 P75 P99 P99.9 P99.99 and fio
 # prints whatever --percentile_list asks for.
-PERCENTILES = (50.0, 75.0, 90.0, 99.0, 99.9, 99.99)
+PERCENTILES = (50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99)
 
 
 def percentile_column(p: float) -> str:
@@ -118,6 +119,7 @@ def seed_columns(rows) -> pd.DataFrame:
     out["test"] = df["name"].astype(str) if "name" in df.columns else ""
     out["wmbps"] = _div(_col(df, "disk_write_sectors") * SECTOR_BYTES / 2**20, wall)
     out["mbps"] = _div(_col(df, "bytes") / 2**20, wall)
+    out["micros_per_op"] = _div(_col(df, "threads").fillna(1.0) * wall * 1e6, ops)
     out["rmbps"] = _div(_col(df, "disk_read_sectors") * SECTOR_BYTES / 2**20, wall)
     out["own_rmbps"] = _div(_col(df, "own_read_bytes") / 2**20, wall)
     return out

@@ -257,6 +257,9 @@ def test_mixgraph_mix(open_session):
     assert 0 < h["seek"] / 4000 <= 0.03
     assert row["found"] == h["get"] + h["seek"]  # every key exists
     assert "keys uniform" in row["notes"]
+    # bytes as db_bench counts them in mixgraph: Gets' and scans' keys and values, never the Puts'
+    puts_only = step(s, "mixgraph", ops=500, mix_get_ratio=0.0, mix_put_ratio=1.0, mix_seek_ratio=0.0)
+    assert hcount(puts_only, "put") == 500 and puts_only["bytes"] == 0
 
 
 # ------------------------------------------------------------------ flush and compaction

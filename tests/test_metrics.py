@@ -154,6 +154,6 @@ def test_index_preserved_and_baseline_must_be_one_row():
 
 
 def test_percentile_column_names():
-    assert metrics.PERCENTILE_COLUMNS == ("p50_us", "p75_us", "p90_us", "p99_us", "p99.9_us",
+    assert metrics.PERCENTILE_COLUMNS == ("p50_us", "p75_us", "p90_us", "p95_us", "p99_us", "p99.9_us",
                                           "p99.99_us", "max_us")
     assert set(metrics.RAW_COLUMNS) >= {"ops", "wall_s", "disk_reads", "cpu_user_s"}

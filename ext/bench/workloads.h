@@ -54,7 +54,7 @@ struct OpHistogram {
   std::string op;
   uint64_t count = 0, sum_ns = 0, max_ns = 0;
   std::vector<std::pair<uint64_t, uint64_t>> buckets;  // (lower ns, count), non-empty only
-  std::map<std::string, double> percentiles_us;        // p50 ... p99.99
+  std::map<std::string, double> percentiles_us;        // p50, p75, p90, p95, p99, p99.9, p99.99
 };
 
 struct StepResult {
