@@ -288,7 +288,7 @@ def _child(key: str, spec_file: str) -> int:
 
 def run_study(p: Params, progress: bool = True, root: str | os.PathLike | None = None) -> StudyResult:
     """Every (repetition, build) of `plan(p)` as a child process; every run stored."""
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     s = p.settings()
     order = plan(p)
