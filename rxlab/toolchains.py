@@ -410,7 +410,7 @@ def fig_relative(rel: pd.DataFrame, base: str, pub: pd.DataFrame | None = None):
     pub = published_relative() if pub is None else pub
     fig, ax = figures.figure("page", aspect=0.38)
     tests = [t for t in TESTS if t in set(rel["test"])]
-    blds = list(dict.fromkeys(rel["build"]))
+    blds = [base, *(b for b in dict.fromkeys(rel["build"]) if b != base)]  # the base first
     pub_tc = [tc for tc in ("clang", "clang+LTO") if tc in set(pub["toolchain"])]
     slots = len(blds) + len(pub_tc)
     width = 0.8 / max(slots, 1)
