@@ -842,7 +842,8 @@ def fig_overhead(result: StudyResult, ot: pd.DataFrame | None = None):
         ax.set_title(test)
     axes[0][0].set_ylabel("throughput / untraced")
     if tracers:
-        axes[0][-1].legend(handles=_tracer_handles(tracers, "marker"), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=6)
+        axes[0][-1].legend(handles=_tracer_handles(tracers, "marker"), loc="upper left",
+                           bbox_to_anchor=(1.0, 1.0), fontsize=6)  # beside the axes: clear of the report's line
     return fig
 
 
