@@ -332,16 +332,33 @@ def study_frame(result: StudyResult) -> pd.DataFrame:
     return out.drop(columns="run_name").reset_index(drop=True)
 
 
-def relative_qps(df: pd.DataFrame, base: str, level: float = 0.95) -> pd.DataFrame:
+def relative_qps(df: pd.DataFrame, base: str, level: float = 0.95, paired: bool = True) -> pd.DataFrame:
     """Mean QPS per build and test relative to `base`, with a `level` confidence interval.
 
-    rel = mean_b / mean_base; its standard error by the delta method,
+    Unpaired: rel = mean_b / mean_base; its standard error by the delta method,
     rel * sqrt(se_b^2 / mean_b^2 + se_base^2 / mean_base^2), and Student's t with
-    Welch-Satterthwaite degrees of freedom. The base against itself is 1 with an
+    Welch-Satterthwaite degrees of freedom. Paired (when `paired` and both builds
+    ran in the same repetitions, `rep`): the repetitions ran back to back, so the
+    ratio within each repetition cancels the machine's slow drift; rel is the
+    geometric mean of those ratios and the interval Student's t on their logs
+    (`method` says which). The base against itself is 1 with the unpaired
     interval from its own spread counted twice (as if a second base build had
-    the same noise): the smallest effect the runs can resolve. n < 2: no interval.
+    the same noise): the noise floor of single runs. n < 2: no interval.
     """
     from scipy import stats
+
+    def paired_row(b: str, test: str):
+        if not paired or "rep" not in df.columns or b == base:
+            return None
+        x = df[(df["build"] == b) & (df["test"] == test)].groupby("rep")["qps"].mean()
+        y = df[(df["build"] == base) & (df["test"] == test)].groupby("rep")["qps"].mean()
+        reps = x.index.intersection(y.index)
+        if len(reps) < 2 or len(reps) != len(x) or len(reps) != len(y):
+            return None
+        lr = np.log(x[reps].to_numpy() / y[reps].to_numpy())
+        m, se = lr.mean(), lr.std(ddof=1) / np.sqrt(len(lr))
+        tq = stats.t.ppf(0.5 + level / 2, len(lr) - 1)
+        return float(np.exp(m)), float(np.exp(m - tq * se)), float(np.exp(m + tq * se))
 
     g = df.groupby(["build", "test"])["qps"]
     agg = pd.DataFrame({"n": g.count(), "qps": g.mean(), "sd": g.std(ddof=1)}).reset_index()
@@ -357,10 +374,13 @@ def relative_qps(df: pd.DataFrame, base: str, level: float = 0.95) -> pd.DataFra
         rel_se = rel * np.sqrt(va / r["qps"] ** 2 + vb / b["qps"] ** 2)
         dfree = (va + vb) ** 2 / (va ** 2 / (r["n"] - 1) + vb ** 2 / (b["n"] - 1)) if va + vb > 0 else np.inf
         tq = stats.t.ppf(0.5 + level / 2, dfree) if np.isfinite(rel_se) else np.nan
+        lo, hi, method = rel - tq * rel_se, rel + tq * rel_se, "unpaired"
+        pr = paired_row(r["build"], r["test"])
+        if pr is not None:
+            (rel, lo, hi), method = pr, "paired"
         rows.append({"build": r["build"], "test": r["test"], "n": int(r["n"]), "qps": r["qps"],
                      "cv_pct": 100 * r["sd"] / r["qps"] if r["n"] > 1 else np.nan,
-                     "rel": rel, "lo": rel - tq * rel_se, "hi": rel + tq * rel_se,
-                     "pct": 100 * (rel - 1)})
+                     "rel": rel, "lo": lo, "hi": hi, "pct": 100 * (rel - 1), "method": method})
     out = pd.DataFrame(rows)
     if out.empty:
         return out
@@ -369,7 +389,8 @@ def relative_qps(df: pd.DataFrame, base: str, level: float = 0.95) -> pd.DataFra
     out["test"] = pd.Categorical(out["test"], categories=list(TESTS), ordered=True)
     out = out.sort_values(["test", "build"]).reset_index(drop=True)
     out["test"] = out["test"].astype(str)
-    return out[["build", "toolchain", "version", "test", "n", "qps", "cv_pct", "rel", "lo", "hi", "pct"]]
+    return out[["build", "toolchain", "version", "test", "n", "qps", "cv_pct", "rel", "lo", "hi", "pct",
+                "method"]]
 
 
 def published_relative() -> pd.DataFrame:

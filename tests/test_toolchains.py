@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_builds import fake_build
 
 from rxlab import builds, driver, store, toolchains
-from test_builds import fake_build
 
 DEFAULT = builds.installed_build().name
 
@@ -39,7 +39,8 @@ def two_fake_builds(tmp_path, monkeypatch):
     ({"builds": ["nosuch"]}, "builds=['nosuch']: 'nosuch' is not a finished build: have "),
     ({"builds": []}, "builds=[]: expected None or a non-empty list of distinct build keys"),
     ({"base": "nosuch"}, "base='nosuch': expected a finished build: have "),
-    ({"tests": ["readrandom"]}, "tests=['readrandom']: expected a non-empty list of distinct tests from fillseq"),
+    ({"tests": ["readrandom"]},
+     "tests=['readrandom']: expected a non-empty list of distinct tests from fillseq"),
     ({"repeats": 0}, "repeats=0: expected None or an integer 1..100"),
     ({"duration": -1}, "duration=-1: expected None or seconds 0.1..3600"),
     ({"threads": 0}, "threads=0: expected an integer 1..64"),
@@ -48,7 +49,7 @@ def two_fake_builds(tmp_path, monkeypatch):
 ])
 def test_bad_parameters_fail_in_one_line(kw, message):
     with pytest.raises(ValueError) as e:
-        toolchains.Params.checked(scale="smoke", **kw) if "scale" not in kw else toolchains.Params.checked(**kw)
+        toolchains.Params.checked(**{"scale": "smoke", **kw})
     assert message in str(e.value) and "\n" not in str(e.value)
 
 
@@ -79,9 +80,11 @@ def test_the_spec_runs_the_posts_steps_on_a_cached_db():
     labels = [st["label"] for st in steps]
     assert labels == ["fillseq", "warmup", "readwhilewriting", "fwdrangewhilewriting", "revrangewhilewriting",
                       "overwrite"]
-    assert [st.get("reverse_iterator") for st in steps if st["name"] == "seekrandomwhilewriting"] == [False, True]
+    rev = [st.get("reverse_iterator") for st in steps if st["name"] == "seekrandomwhilewriting"]
+    assert rev == [False, True]
     assert spec["cache_size"] >= 2 * s.db_bytes and spec["write_rate_limit"] == s.write_rate_limit
-    only = toolchains.spec_for(toolchains.Params.checked(scale="smoke", tests=["readww"]).settings(), "/x", "n", 0)
+    one = toolchains.Params.checked(scale="smoke", tests=["readww"]).settings()
+    only = toolchains.spec_for(one, "/x", "n", 0)
     assert only["steps"] == ["readwhilewriting"]
 
 
@@ -137,6 +140,21 @@ def test_relative_qps_and_its_interval():
     assert nrel.loc["c", "hi"] - nrel.loc["c", "lo"] > rel.loc["c", "hi"] - rel.loc["c", "lo"]
 
 
+def test_paired_repetitions_cancel_the_drift_they_share():
+    # both builds drift together over the repetitions; clang is 10% faster in each one
+    drift = [100.0, 130.0, 80.0, 110.0]
+    rows = [{"build": b, "test": "fillseq", "rep": i, "qps": q * f, "toolchain": tc, "version": "9.10.0"}
+            for b, tc, f in (("g", "gcc", 1.0), ("c", "clang", 1.1)) for i, q in enumerate(drift)]
+    df = pd.DataFrame(rows)
+    paired = toolchains.relative_qps(df, "g").set_index("build")
+    unpaired = toolchains.relative_qps(df, "g", paired=False).set_index("build")
+    assert paired.loc["c", "method"] == "paired" and unpaired.loc["c", "method"] == "unpaired"
+    assert paired.loc["c", "rel"] == pytest.approx(1.1)
+    assert paired.loc["c", "hi"] - paired.loc["c", "lo"] < 1e-9        # the drift is gone
+    assert unpaired.loc["c", "lo"] < 1.0 < unpaired.loc["c", "hi"]    # unpaired, it hides the 10%
+    assert paired.loc["g", "method"] == "unpaired"                     # the base row is the noise floor
+
+
 def test_the_posts_numbers_beside_ours():
     pub = toolchains.published_relative()
     one = pub[(pub["server"] == "pn53") & (pub["test"] == "fillseq")].set_index("toolchain")["rel"]
@@ -178,12 +196,14 @@ def test_an_extra_build_runs_in_its_own_process_with_its_own_module(request, tmp
         pytest.skip("compiles the module against an extra build: run with -m slow")
     key = extra_build()
     if key is None:
-        pytest.skip("no finished build besides the default: `python -m rxlab.toolchains matrix` lists commands")
+        pytest.skip("no finished build besides the default: `python -m rxlab.toolchains matrix` "
+                    "lists the commands")
     mod = builds.ensure_module(key, jobs=2)
     assert mod is not None and builds.module_current(key)
     assert sorted(mod.glob("_core*.so")) and (mod / "librxlab_plugin.so").is_file()
     # the module loads the extra build's library, and reports it
-    code = ("import rxlab, os; from rxlab.backends_bench import plugin_path; from rxlab.builds import active_build;"
+    code = ("import rxlab, os; from rxlab.backends_bench import plugin_path; "
+            "from rxlab.builds import active_build;"
             "maps = [l.split()[-1] for l in open('/proc/self/maps') if 'librocksdb' in l];"
             "print(rxlab._core.rocksdb_build, active_build(), plugin_path(), os.path.realpath(maps[0]))")
     r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "RXLAB_BUILD": key},
@@ -195,7 +215,8 @@ def test_an_extra_build_runs_in_its_own_process_with_its_own_module(request, tmp
     assert Path(plugin).parent == mod
     assert Path(lib).resolve().is_relative_to(Path(want).resolve())
     # the study over both builds, each run in its own child, each run recording its build
-    p = toolchains.Params.checked(scale="smoke", builds=[DEFAULT, key], repeats=2, tests=["fillseq", "readww"])
+    p = toolchains.Params.checked(scale="smoke", builds=[DEFAULT, key], repeats=2,
+                                  tests=["fillseq", "readww"])
     res = toolchains.run_study(p, progress=False, root=tmp_path / "runs")
     df = toolchains.study_frame(res)
     assert sorted(set(df["build"])) == sorted({DEFAULT, key})
