@@ -37,15 +37,25 @@ def _rocksdb(a):
 def _builds(a):
     from . import builds
 
-    for rec in builds.list_builds():
-        print(f"{rec['key']:24} {rec['size_mb']:8.1f} MB  {rec['build_seconds'] / 60:5.1f} min  "
-              f"{' '.join(f for f in rec['cmake_flags'] if 'COMPILER' in f or 'INTERPROC' in f)}")
+    print(builds.format_builds(builds.list_builds()))
 
 
 def _build_rocksdb(a):
     from . import builds
 
-    print(builds.build(a.version, a.cc, a.lto, a.jobs, a.force))
+    print(builds.build(a.version, a.cc, a.lto, a.jobs, a.force, a.cxxflags))
+
+
+def _remove_build(a):
+    from . import builds
+
+    print(f"removed {builds.remove(a.key)}")
+
+
+def _build_module(a):
+    from . import builds
+
+    print(builds.ensure_module(a.key, a.jobs) or f"{a.key}: the installed module's build")
 
 
 def _engines(a):
@@ -283,7 +293,16 @@ def main(argv=None) -> int:
     b.add_argument("--lto", action="store_true")
     b.add_argument("--jobs", type=int)
     b.add_argument("--force", action="store_true", help="rebuild even if the build exists")
+    b.add_argument("--cxxflags", default="", help="extra compiler flags (part of the build's key)")
     b.set_defaults(fn=_build_rocksdb)
+    rb = sub.add_parser("remove-build", help="delete a build (and its module) from the cache")
+    rb.add_argument("key", help="a key from `rxlab builds`, e.g. 9.10.0-clang16")
+    rb.set_defaults(fn=_remove_build)
+    bm = sub.add_parser("build-module", help="compile rxlab's module and plugin against a build "
+                                             "(then RXLAB_BUILD=KEY selects it)")
+    bm.add_argument("key")
+    bm.add_argument("--jobs", type=int)
+    bm.set_defaults(fn=_build_module)
 
     c = sub.add_parser("compare", help="load a DB through each backend (db_bench + plugin), print a table")
     c.add_argument("--scale", default="small", choices=["smoke", "small"])

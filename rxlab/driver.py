@@ -107,6 +107,7 @@ class RunSpec:
     seed: int = 0
     step_options: dict = field(default_factory=dict)  # any STEP_FIELDS for every step
     scale: str | None = None
+    build: str | None = None       # the RocksDB build (rxlab builds) the run must use; None: the loaded one
 
     @classmethod
     def from_dict(cls, d: Mapping) -> RunSpec:
@@ -179,6 +180,13 @@ def expand(steps: Iterable) -> list[dict]:
 
 def validate(spec: RunSpec) -> None:
     """Reject bad specs with one line, before anything is written."""
+    if spec.build is not None:
+        from .builds import active_build
+
+        loaded = active_build().name
+        if spec.build != loaded:
+            raise ValueError(f"build={spec.build!r}: this process runs RocksDB build {loaded!r}; start it with "
+                             f"RXLAB_BUILD={spec.build} (`rxlab build-module {spec.build}` first)")
     if spec.num < 1:
         raise ValueError(f"num={spec.num}: must be at least 1")
     if spec.threads < 1 or spec.threads > 1024:

@@ -213,7 +213,7 @@ def plan(p: Params) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def spec_for(s: Settings, db: str, name: str, seed: int) -> dict:
+def spec_for(s: Settings, db: str, name: str, seed: int, build: str | None = None) -> dict:
     """The driver spec of one child: the post's steps, the DB cached by RocksDB."""
     steps: list = []
     for t in s.tests:
@@ -228,7 +228,7 @@ def spec_for(s: Settings, db: str, name: str, seed: int) -> dict:
     return {"db": db, "name": name, "backend": "posix", "steps": steps, "num": s.num, "threads": s.threads,
             "duration": s.duration, "cache_size": s.cache_size, "write_rate_limit": s.write_rate_limit,
             "use_direct_reads": True, "use_direct_io_for_flush_and_compaction": True, "seed": seed,
-            "scale": s.scale}
+            "scale": s.scale, "build": build}
 
 
 # --------------------------------------------------------------------------- running
@@ -305,7 +305,7 @@ def run_study(p: Params, progress: bool = True, root: str | os.PathLike | None =
         for i, row in enumerate(tqdm(order.itertuples(), total=len(order), disable=not progress,
                                      desc="toolchains", unit="run")):
             name = f"{RUN_PREFIX}{study}-{row.build}-r{row.rep}"
-            spec = spec_for(s, str(work / f"db{i}"), name, seed=1000 * row.rep)
+            spec = spec_for(s, str(work / f"db{i}"), name, seed=1000 * row.rep, build=row.build)
             runs.append(run_child(row.build, spec, root))
             shutil.rmtree(work / f"db{i}", ignore_errors=True)
     finally:

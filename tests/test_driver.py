@@ -508,3 +508,13 @@ def test_merge_series_spreads_ops_over_the_sampled_seconds():
     assert [r["ops"] for r in out] == [pytest.approx(480), pytest.approx(520)]
     assert [r["qps"] for r in out] == [pytest.approx(480), pytest.approx(520)]
     assert out[1]["disk_reads"] == 410
+
+
+def test_a_spec_names_its_build_and_runs_only_on_it(tmp_path):
+    from rxlab.builds import active_build
+
+    spec = driver.RunSpec(db=str(tmp_path / "db"), num=100, build="9.9.9-nosuch")
+    with pytest.raises(ValueError, match=r"^build='9.9.9-nosuch': this process runs RocksDB build '.*'; start it "
+                                         r"with RXLAB_BUILD=9.9.9-nosuch"):
+        driver.validate(spec)
+    driver.validate(driver.RunSpec(db=str(tmp_path / "db"), num=100, build=active_build().name))
