@@ -685,7 +685,7 @@ def study_frame(cat: pd.DataFrame) -> pd.DataFrame:
         index=cat.index,
     )
     derived = metrics.seed_columns(cat)
-    raw = cat.drop(columns=[c for c in (*derived.columns, "backend") if c in cat.columns])
+    raw = cat.drop(columns=[c for c in (*derived.columns, *keys.columns, "backend") if c in cat.columns])
     out = pd.concat([keys, raw, derived], axis=1)
     out["mb_per_s"] = out["mbps"]  # db_bench's MB/s (rxlab.metrics); micros_per_op comes from there too
     out["us_per_call"] = out["rx.lat"]  # mean latency of one API call (a MultiGet)

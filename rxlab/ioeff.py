@@ -488,7 +488,8 @@ def study_frame(cat: pd.DataFrame) -> pd.DataFrame:
         "block_align": m["kind"].map({"ba1": True, "ba0": False, "fio": None}).astype(object),
         "delay_us": m["delay"].astype(int), "backend_uri": uri}, index=cat.index)
     derived = metrics.seed_columns(cat)
-    raw = cat.drop(columns=[c for c in derived.columns if c in cat.columns])
+    # other studies' runs in the same store may carry columns of these names: the keys win
+    raw = cat.drop(columns=[c for c in (*derived.columns, *keys.columns) if c in cat.columns])
     out = pd.concat([keys, raw, derived], axis=1)
     first = [c for c in _KEYS if c in out.columns]
     out = out[first + [c for c in out.columns if c not in first]]

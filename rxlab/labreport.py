@@ -434,8 +434,7 @@ def study_frame(cat: pd.DataFrame) -> pd.DataFrame:
                          "delay_us": delay, "jitter_us": jitter, "backend": uri.map(_strip_case),
                          "backend_uri": uri, "part": m["part"]}, index=cat.index)
     derived = metrics.seed_columns(cat)
-    derived["mbps"] = mb_per_s(cat)
-    raw = cat.drop(columns=[c for c in [*derived.columns, "backend"] if c in cat.columns])
+    raw = cat.drop(columns=[c for c in [*derived.columns, *keys.columns, "backend"] if c in cat.columns])
     out = pd.concat([keys, raw, derived], axis=1)
     first = [c for c in _KEYS if c in out.columns]
     out = out[first + [c for c in out.columns if c not in first]]

@@ -402,3 +402,12 @@ def test_held_out_and_sensitivity_on_the_published_rows():
         assert fig.axes and fig.axes[0].lines, name
         figures.plt.close(fig)
     assert not math.isnan(points["y"].iloc[0])
+
+
+def test_other_studies_columns_in_the_store_do_not_clash(tmp_path):
+    """Another study's step rows in the same store carry columns named rep, study, delay_us: the names win."""
+    write_study(tmp_path / "runs")
+    cat = store.catalog(tmp_path / "runs").assign(rep=99, study="other", delay_us=-1)
+    f = ioeff.study_frame(cat)
+    assert f.columns.is_unique
+    assert set(f["rep"]) == {0, 1, 2} and set(f["study"]) == {STUDY} and set(f["delay_us"]) == {0}
