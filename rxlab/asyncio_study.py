@@ -45,7 +45,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
 import tempfile
 import time
@@ -56,7 +55,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import figures, metrics, published, store
+from . import figures, metrics, published, store, study
 from . import params as checks
 
 __all__ = [
@@ -358,10 +357,7 @@ def step_plan(s: Settings) -> list[dict]:
     return steps
 
 
-def _rot(seq: Sequence, k: int) -> list:
-    seq = list(seq)
-    k %= max(len(seq), 1)
-    return seq[k:] + seq[:k]
+_rot = study.rotate
 
 
 def plan(params: Params) -> pd.DataFrame:
@@ -543,8 +539,7 @@ def overlap(row: dict, backend: str) -> tuple[str, str]:  # noqa: PLR0911
     ), f"max {num('fs.max_inflight'):.0f} read(s) in flight"
 
 
-def _new_study_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + secrets.token_hex(2)
+_new_study_id = study.new_study_id
 
 
 def _slug(backend: str) -> str:
@@ -722,14 +717,7 @@ PCT = ("p50_us", "p95_us", "p99_us")
 
 
 def _med(rows: pd.DataFrame, by: list[str], cols: Sequence[str]) -> pd.DataFrame:
-    cols = [c for c in cols if c in rows.columns]
-    num = rows[by + cols].copy()
-    for c in cols:
-        num[c] = pd.to_numeric(num[c], errors="coerce").astype(float)
-    g = num.groupby(by, sort=False, dropna=False)
-    out = g[cols].median()
-    out["n"] = g.size()
-    return out.reset_index()
+    return study.medians(rows, by, cols, sort=False)
 
 
 def _verdict(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:

@@ -32,18 +32,17 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from . import figures, metrics, model, published, store
+from . import figures, metrics, model, published, store, study
 from . import params as checks
 
 __all__ = [
@@ -294,10 +293,7 @@ def sequence(settings: Settings) -> list:
     return [{"name": s, **opts[s]} if s in opts else s for s in SEQUENCES["io_efficiency"]]
 
 
-def _rot(seq: Sequence, k: int) -> list:
-    seq = list(seq)
-    k %= max(len(seq), 1)
-    return seq[k:] + seq[:k]
+_rot = study.rotate
 
 
 def with_delay(backend: str, delay_us: int) -> str:
@@ -339,8 +335,7 @@ def plan(params: Params) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["rep", "delay_us", "threads", "tool", "block_align"])
 
 
-def _new_study_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + secrets.token_hex(2)
+_new_study_id = study.new_study_id
 
 
 def _run_fio(params: Params, s: Settings, filename: Path, *, study: str, rep: int, threads: int, delay: int,
@@ -586,15 +581,7 @@ def _fio_rows(result: StudyResult, delay_us: int | None = 0) -> pd.DataFrame:
     return f if delay_us is None else f[f["delay_us"] == delay_us]
 
 
-def _median(rows: pd.DataFrame, by: list[str], cols: Iterable[str]) -> pd.DataFrame:
-    cols = [c for c in cols if c in rows.columns]
-    num = rows[by + cols].copy()
-    for c in cols:
-        num[c] = pd.to_numeric(num[c], errors="coerce").astype(float)
-    g = num.groupby(by, sort=True, dropna=False)
-    out = g[cols].median()
-    out["n"] = g.size()
-    return out.reset_index()
+_median = study.medians
 
 
 def _users_label(n) -> str:

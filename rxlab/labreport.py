@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
 import tempfile
 import time
@@ -44,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import figures, metrics, published, store
+from . import figures, metrics, published, store, study
 from . import params as checks
 
 __all__ = [
@@ -303,10 +302,7 @@ def parts(settings: Settings) -> list[list]:
     return out
 
 
-def _rot(seq: Sequence, k: int) -> list:
-    seq = list(seq)
-    k %= max(len(seq), 1)
-    return seq[k:] + seq[:k]
+_rot = study.rotate
 
 
 def plan(params: Params) -> pd.DataFrame:
@@ -329,8 +325,7 @@ def plan(params: Params) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["rep", "case", "delay_us", "jitter_us", "backend", "part"])
 
 
-def _new_study_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + secrets.token_hex(2)
+_new_study_id = study.new_study_id
 
 
 def _run_name(study: str, rep: int, case: str, part: str, b: int) -> str:

@@ -85,11 +85,14 @@ def _frame(rows) -> pd.DataFrame:
     return pd.DataFrame(list(rows))
 
 
-def _col(df: pd.DataFrame, name: str) -> pd.Series:
+def column(df: pd.DataFrame, name: str) -> pd.Series:
     """A raw column as float; a column the producer did not record is NaN."""
     if name not in df.columns:
         return pd.Series(np.nan, index=df.index, dtype="float64")
     return pd.to_numeric(df[name], errors="coerce").astype("float64")
+
+
+_col = column
 
 
 def _div(num: pd.Series, den: pd.Series) -> pd.Series:

@@ -71,7 +71,7 @@ import numpy as np
 import pandas as pd
 
 from . import params as checks
-from . import sysinfo
+from . import study, sysinfo
 
 __all__ = ["PUBLISHED", "SCALES", "SEED_FILE", "CgroupSupport", "MemoryCgroup", "Params", "Settings",
            "StudyResult", "cgroup_support", "device_table", "fig_hit_ratio", "fig_read_mbps", "fig_reqsz",
@@ -434,10 +434,7 @@ class Params(checks.Checked):
 
 # --------------------------------------------------------------------------- running
 
-def _rot(seq: Sequence, k: int) -> list:
-    seq = list(seq)
-    k %= max(len(seq), 1)
-    return seq[k:] + seq[:k]
+_rot = study.rotate
 
 
 def plan(params: Params) -> pd.DataFrame:
@@ -447,8 +444,7 @@ def plan(params: Params) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["rep", "readahead", "setting"])
 
 
-def _new_study_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + secrets.token_hex(2)
+_new_study_id = study.new_study_id
 
 
 def _run_name(study: str, rep: int, readahead: int) -> str:
@@ -680,9 +676,9 @@ _KEYS = ["study", "rep", "readahead", "setting", "run_id"]
 
 
 def _col(df: pd.DataFrame, name: str) -> pd.Series:
-    if name not in df.columns:
-        return pd.Series(np.nan, index=df.index, dtype="float64")
-    return pd.to_numeric(df[name], errors="coerce").astype("float64")
+    from .metrics import column
+
+    return column(df, name)
 
 
 def derived(df: pd.DataFrame) -> pd.DataFrame:

@@ -40,7 +40,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shlex
 import shutil
 import subprocess
@@ -53,7 +52,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import figures, metrics, published, store
+from . import figures, metrics, published, store, study
 from . import params as checks
 
 __all__ = [
@@ -342,10 +341,7 @@ def applies(backend: str, tracer: str) -> bool:
     return not (_is_default(backend) and tracer == "counters")
 
 
-def _rot(seq: Sequence, k: int) -> list:
-    seq = list(seq)
-    k %= max(len(seq), 1)
-    return seq[k:] + seq[:k]
+_rot = study.rotate
 
 
 def plan(params: Params) -> pd.DataFrame:
@@ -536,8 +532,7 @@ class StudyResult:
         return [t for t in TRACERS if t in set(self.frame["tracer"])]
 
 
-def _new_study_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + secrets.token_hex(2)
+_new_study_id = study.new_study_id
 
 
 def run_study(params: Params, root: str | os.PathLike | None = None, progress: bool = True,
