@@ -924,7 +924,7 @@ def fig_reqsz(result: StudyResult):
     hi = max(float(np.nanmax(top)), 8.0) * 2
     ax.set_ylim(lo, hi)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.legend(loc="upper left", fontsize=6)  # the bars and marks fill the right
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=2, fontsize=6)  # below: clear of the data
     ax.set_title("device read size (iostat's rareq-sz)")
     return fig
 
