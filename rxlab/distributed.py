@@ -227,7 +227,7 @@ def worker_command(scheduler: str | None, host_id: str | None = None, scheduler_
                    extra: Sequence[str] = ()) -> tuple[list[str], dict]:
     """The `dask worker` command line and environment for one host's single worker."""
     if bool(scheduler) == bool(scheduler_file):
-        raise ValueError("give the scheduler's address (tcp://HOST:PORT) or --scheduler-file, not both")
+        raise ValueError("give exactly one of: the scheduler's address (tcp://HOST:PORT), --scheduler-file FILE")
     dask = shutil.which("dask", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     if dask is None:
         raise RuntimeError("dask is not installed: pip install 'rxlab[dist]'")
