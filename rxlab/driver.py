@@ -15,6 +15,7 @@ readrandom2/readrandom3) are expansions into db_bench steps, not benchmarks:
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -135,6 +136,14 @@ def rocksdb_options(spec: RunSpec, bloom_bits: int | None = None) -> str:
              f"block_cache={spec.cache_size}" if spec.cache_size > 0 else "no_block_cache=true"]
     if bits > 0:
         table.append(f"filter_policy=bloomfilter:{bits}:false")
+    # RocksDB replaces the whole table factory when the string names it twice, so the spec's
+    # options for it are merged into this one (theirs win) instead of appended after it.
+    extra = split_options(spec.options)
+    mine = dict(split_options(";".join(table)))
+    for k, v in split_options(extra.pop("block_based_table_factory", "").strip().removeprefix("{")
+                              .removesuffix("}")).items():
+        mine[k] = v
+    table = [f"{k}={v}" for k, v in mine.items()]
     comp = {"none": "kNoCompression", "snappy": "kSnappyCompression", "lz4": "kLZ4Compression",
             "zstd": "kZSTD", "zlib": "kZlibCompression"}[spec.compression]
     opts = [f"compression={comp}", f"use_direct_reads={str(spec.use_direct_reads).lower()}",
@@ -146,9 +155,40 @@ def rocksdb_options(spec: RunSpec, bloom_bits: int | None = None) -> str:
             "block_based_table_factory={" + ";".join(table) + "}"]
     if spec.compaction_readahead_size is not None:
         opts.append(f"compaction_readahead_size={spec.compaction_readahead_size}")
-    if spec.options:
-        opts.append(spec.options.strip(";"))
+    opts += [f"{k}={v}" for k, v in extra.items()]
     return ";".join(opts)
+
+
+def split_options(text: str) -> dict[str, str]:
+    """A RocksDB option string as {name: value}, a braced value ({...}) kept whole; later names win.
+
+    Only the top level is split: RocksDB itself parses the values. An unbalanced
+    brace raises ValueError naming the string.
+    """
+    out: dict[str, str] = {}
+    depth, start, parts = 0, 0, []
+    for i, ch in enumerate(text or ""):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth < 0:
+                break
+        elif ch == ";" and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    if depth != 0:
+        raise ValueError(f"options={text!r}: unbalanced braces")
+    parts.append((text or "")[start:])
+    for raw in parts:
+        part = raw.strip()
+        if not part:
+            continue
+        k, eq, v = part.partition("=")
+        if not eq:
+            raise ValueError(f"options: {part!r} is not name=value")
+        out[k.strip()] = v.strip()
+    return out
 
 
 def expand(steps: Iterable) -> list[dict]:
@@ -255,10 +295,8 @@ def direct_io_works(path: Path) -> bool:
     except OSError:
         return False
     finally:
-        try:
+        with contextlib.suppress(OSError):
             probe.unlink()
-        except OSError:
-            pass
 
 
 def step_spec(spec: RunSpec, step: Mapping, index: int = 0) -> dict:

@@ -371,6 +371,31 @@ def test_run_stores_steps_and_readrandom3_drops_the_bloom_filter(tmp_path):
     assert (seed["qps"] > 0).all()
 
 
+def test_table_options_in_spec_options_merge_with_the_specs_own(tmp_path):
+    """RocksDB replaces the whole table factory when a string names it twice; the driver merges
+    instead, so extra table options keep the spec's block size, alignment, cache and filter.
+    Checked in the OPTIONS file RocksDB writes, i.e. what it really applied."""
+    spec = make_spec(tmp_path / "db", name="opts", steps=["fillseq", "flush"],
+                     options="block_based_table_factory={cache_index_and_filter_blocks=true};"
+                             "max_open_files=321")
+    driver.run(spec, root=tmp_path / "runs", progress=False)
+    text = max((tmp_path / "db").glob("OPTIONS-*")).read_text()
+    table = text.split("[TableOptions/BlockBasedTable")[1]
+    for line in (f"block_size={spec.block_size}", "block_align=true", "cache_index_and_filter_blocks=true",
+                 "filter_policy=bloomfilter"):
+        assert line in table, line
+    assert "max_open_files=321" in text
+
+
+def test_split_options_keeps_braced_values_and_refuses_unbalanced_braces():
+    assert driver.split_options("a=1; b={x=1;y={z=2}} ;c=3;a=4") == {"a": "4", "b": "{x=1;y={z=2}}", "c": "3"}
+    assert driver.split_options("") == {}
+    with pytest.raises(ValueError, match="unbalanced"):
+        driver.split_options("b={x=1")
+    with pytest.raises(ValueError, match="not name=value"):
+        driver.split_options("nonsense")
+
+
 # ------------------------------------------------------------------ metrics from a step row
 
 
