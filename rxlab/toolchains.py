@@ -65,6 +65,7 @@ STEP_OF = {"fillseq": "fillseq", "readww": "readwhilewriting", "fwdrangeww": "fw
 TEST_OF = {v: k for k, v in STEP_OF.items()}
 TOOLCHAIN_COLORS = {"gcc": figures.CYCLE[0], "clang": figures.CYCLE[1], "clang+LTO": figures.CYCLE[2]}
 SERVER_MARKERS = {"pn53": "o", "arm": "s", "hetzner": "D"}
+VERSION_MARKERS = ("o", "^", "s", "D")  # here: one marker per RocksDB version
 YLIM = (0.5, 1.5)   # relative QPS axis of fig_relative; wider intervals are clipped (and say so)
 # The build matrix of the issue (2 versions x 3 toolchains at least), as build-rocksdb commands.
 MATRIX_VERSIONS = ("7.8.3", "9.10.0", "9.11.2")
@@ -393,6 +394,53 @@ def relative_qps(df: pd.DataFrame, base: str, level: float = 0.95, paired: bool 
                 "method"]]
 
 
+def relative_by_version(df: pd.DataFrame, toolchain: str = "gcc", level: float = 0.95,
+                        paired: bool = True) -> pd.DataFrame:
+    """The post's comparison: each build against the `toolchain` build of its own RocksDB version.
+
+    relative_qps per version (paired within repetitions, as there), with a
+    `base` column naming each row's base build. Versions without a build of
+    that toolchain are left out, since nothing in them is comparable.
+    """
+    parts = []
+    for _, g in df.groupby("version", sort=True):
+        base = g.loc[g["toolchain"] == toolchain, "build"].unique()
+        if len(base) != 1:
+            continue
+        r = relative_qps(g, str(base[0]), level=level, paired=paired)
+        parts.append(r.assign(base=str(base[0])))
+    if not parts:
+        return pd.DataFrame(columns=["build", "toolchain", "version", "test", "n", "qps", "cv_pct", "rel", "lo",
+                                     "hi", "pct", "method", "base"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def by_version_summary(rel_v: pd.DataFrame) -> pd.DataFrame:
+    """Per version and toolchain: the mean relative QPS over tests, and how many tests' intervals lie
+    wholly above or below 1 (the rest are within noise)."""
+    g = rel_v.groupby(["version", "toolchain", "build", "base"], sort=False)
+    out = pd.DataFrame({
+        "mean_pct": g["pct"].mean(), "tests": g.size(),
+        "faster": g.apply(lambda x: int((x["lo"] > 1).sum()), include_groups=False),
+        "slower": g.apply(lambda x: int((x["hi"] < 1).sum()), include_groups=False)}).reset_index()
+    out["_o"] = out["toolchain"].map({t: i for i, t in enumerate(TOOLCHAIN_COLORS)}).fillna(9)
+    return out.sort_values(["version", "_o"]).drop(columns="_o").reset_index(drop=True)
+
+
+def findings_by_version(rel_v: pd.DataFrame) -> str:
+    """Per version, each toolchain against that version's gcc build, in sentences."""
+    summ = by_version_summary(rel_v)
+    lines = []
+    for v, g in summ.groupby("version", sort=True):
+        parts = [f"{r.toolchain} {r.mean_pct:+.1f}% (faster in {r.faster}, slower in {r.slower} of {r.tests} "
+                 "tests beyond noise)" for r in g.itertuples() if r.build != r.base]
+        if parts:
+            lines.append(f"- RocksDB {v}, against {g['base'].iloc[0]}: " + "; ".join(parts) + ".")
+    if not lines:
+        lines.append("- No version has a gcc build and another toolchain's: nothing to compare per version.")
+    return "\n".join(lines)
+
+
 def published_relative() -> pd.DataFrame:
     """The post's relative QPS of clang and clang+LTO against gcc (RocksDB 10.8), per server and test.
 
@@ -427,11 +475,21 @@ def side_by_side(rel: pd.DataFrame, pub: pd.DataFrame | None = None) -> pd.DataF
 
 
 def fig_relative(rel: pd.DataFrame, base: str, pub: pd.DataFrame | None = None):
-    """Relative QPS per test: each build's mean with its 95% interval, the post's beside."""
+    """Relative QPS per test: each build's mean with its 95% interval, the post's beside.
+
+    base: a build key, or for relative_by_version's frame (a `base` column per
+    row) a description of the bases, e.g. "gcc of the same version".
+    """
     pub = published_relative() if pub is None else pub
     fig, ax = figures.figure("page", aspect=0.38)
     tests = [t for t in TESTS if t in set(rel["test"])]
-    blds = [base, *(b for b in dict.fromkeys(rel["build"]) if b != base)]  # the base first
+    bases = set(rel["base"]) if "base" in rel.columns else {base}
+    tc_order = {t: i for i, t in enumerate(TOOLCHAIN_COLORS)}
+    blds = sorted(dict.fromkeys(rel["build"]), key=lambda b: (
+        b not in bases if "base" not in rel.columns else 0,
+        str(rel.loc[rel["build"] == b, "version"].iloc[0]),
+        tc_order.get(rel.loc[rel["build"] == b, "toolchain"].iloc[0], 9)))  # the base(s) first
+    versions = sorted(map(str, rel["version"].dropna().unique()))
     pub_tc = [tc for tc in ("clang", "clang+LTO") if tc in set(pub["toolchain"])]
     slots = len(blds) + len(pub_tc)
     width = 0.8 / max(slots, 1)
@@ -441,8 +499,9 @@ def fig_relative(rel: pd.DataFrame, base: str, pub: pd.DataFrame | None = None):
         tc = g["toolchain"].dropna().iloc[0]
         lo, hi = (g["rel"] - g["lo"]).to_numpy(), (g["hi"] - g["rel"]).to_numpy()
         yerr = np.vstack([np.where(np.isfinite(lo), lo, 0), np.where(np.isfinite(hi), hi, 0)])
-        ax.errorbar(x, g["rel"], yerr=yerr, fmt="o", color=TOOLCHAIN_COLORS.get(tc, "#4d4d4d"), capsize=2,
-                    label=f"here: {b} ({tc})" + (" = base" if b == base else ""))
+        mk = VERSION_MARKERS[versions.index(str(g["version"].dropna().iloc[0])) % len(VERSION_MARKERS)]
+        ax.errorbar(x, g["rel"], yerr=yerr, fmt=mk, color=TOOLCHAIN_COLORS.get(tc, "#4d4d4d"), capsize=2,
+                    label=f"here: {b} ({tc})" + (" = base" if b in bases else ""))
     for j, tc in enumerate(pub_tc):
         x0 = np.arange(len(tests)) - 0.4 + width * (len(blds) + j + 0.5)
         for srv, mk in SERVER_MARKERS.items():
@@ -462,7 +521,8 @@ def fig_relative(rel: pd.DataFrame, base: str, pub: pd.DataFrame | None = None):
     ax.legend([h[i] for i in order], [lab[i] for i in order], ncol=3, fontsize=6, loc="upper center",
               bbox_to_anchor=(0.5, -0.14))
     clipped = " (intervals clipped)" if len(vals) and (vals.min() < YLIM[0] or vals.max() > YLIM[1]) else ""
-    ax.set_title("QPS relative to the base build: here (mean, 95% CI) and in the post "
+    what = base if "base" in rel.columns else "the base build"
+    ax.set_title(f"QPS relative to {what}: here (mean, 95% CI) and in the post "
                  f"(RocksDB 10.8, hollow){clipped}")
     return fig
 

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from test_builds import fake_build
 
-from rxlab import builds, driver, store, toolchains
+from rxlab import builds, driver, figures, store, toolchains
 
 DEFAULT = builds.installed_build().name
 
@@ -153,6 +153,35 @@ def test_paired_repetitions_cancel_the_drift_they_share():
     assert paired.loc["c", "hi"] - paired.loc["c", "lo"] < 1e-9        # the drift is gone
     assert unpaired.loc["c", "lo"] < 1.0 < unpaired.loc["c", "hi"]    # unpaired, it hides the 10%
     assert paired.loc["g", "method"] == "unpaired"                     # the base row is the noise floor
+
+
+def test_by_version_each_build_is_against_gcc_of_its_own_version(tmp_path, monkeypatch):
+    # 7.8.3 is half as fast as 9.10.0 whatever the compiler; clang is +10% in both versions
+    rows = [{"build": f"{v}-{tc}", "test": t, "rep": i, "qps": q * speed * f, "toolchain": tc, "version": v}
+            for v, speed in (("7.8.3", 0.5), ("9.10.0", 1.0))
+            for tc, f in (("gcc", 1.0), ("clang", 1.1), ("clang+LTO", 1.2))
+            for t in ("fillseq", "overwrite") for i, q in enumerate([100.0, 104.0, 97.0])]
+    df = pd.DataFrame(rows + [{"build": "9.11.2-clang", "test": "fillseq", "rep": 0, "qps": 1.0,
+                               "toolchain": "clang", "version": "9.11.2"}])  # no gcc build of 9.11.2
+    rv = toolchains.relative_by_version(df)
+    assert set(rv["version"]) == {"7.8.3", "9.10.0"}                    # nothing to compare 9.11.2 with
+    assert (rv["base"] == rv["version"] + "-gcc").all()
+    got = rv.set_index(["build", "test"])["rel"]
+    assert got[("7.8.3-clang", "fillseq")] == pytest.approx(1.1) and got[("9.10.0-clang+LTO", "overwrite")] \
+        == pytest.approx(1.2)
+    # against one base build instead, 7.8.3's clang would look 45% slower: the version, not the compiler
+    assert toolchains.relative_qps(df, "9.10.0-gcc").set_index(["build", "test"]).loc[
+        ("7.8.3-clang", "fillseq"), "rel"] == pytest.approx(0.55)
+    summ = toolchains.by_version_summary(rv)
+    assert list(summ["toolchain"]) == ["gcc", "clang", "clang+LTO"] * 2
+    lto = summ[(summ["version"] == "9.10.0") & (summ["toolchain"] == "clang+LTO")].iloc[0]
+    assert lto["mean_pct"] == pytest.approx(20.0) and lto["faster"] == 2 and lto["slower"] == 0
+    monkeypatch.setenv("RXLAB_FIGURES", str(tmp_path))
+    fig = toolchains.fig_relative(rv, "gcc of the same version")
+    figures.save(fig, "byversion")
+    assert (tmp_path / "byversion.png").stat().st_size > 0
+    assert "RocksDB 7.8.3, against 7.8.3-gcc: clang +10.0% (faster in 2, slower in 0 of 2" in \
+        toolchains.findings_by_version(rv)
 
 
 def test_the_posts_numbers_beside_ours():
