@@ -410,8 +410,8 @@ def relative_by_version(df: pd.DataFrame, toolchain: str = "gcc", level: float =
         r = relative_qps(g, str(base[0]), level=level, paired=paired)
         parts.append(r.assign(base=str(base[0])))
     if not parts:
-        return pd.DataFrame(columns=["build", "toolchain", "version", "test", "n", "qps", "cv_pct", "rel", "lo",
-                                     "hi", "pct", "method", "base"])
+        return pd.DataFrame(columns=["build", "toolchain", "version", "test", "n", "qps", "cv_pct", "rel",
+                                     "lo", "hi", "pct", "method", "base"])
     return pd.concat(parts, ignore_index=True)
 
 

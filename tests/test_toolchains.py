@@ -161,7 +161,7 @@ def test_by_version_each_build_is_against_gcc_of_its_own_version(tmp_path, monke
             for v, speed in (("7.8.3", 0.5), ("9.10.0", 1.0))
             for tc, f in (("gcc", 1.0), ("clang", 1.1), ("clang+LTO", 1.2))
             for t in ("fillseq", "overwrite") for i, q in enumerate([100.0, 104.0, 97.0])]
-    df = pd.DataFrame(rows + [{"build": "9.11.2-clang", "test": "fillseq", "rep": 0, "qps": 1.0,
+    df = pd.DataFrame([*rows, {"build": "9.11.2-clang", "test": "fillseq", "rep": 0, "qps": 1.0,
                                "toolchain": "clang", "version": "9.11.2"}])  # no gcc build of 9.11.2
     rv = toolchains.relative_by_version(df)
     assert set(rv["version"]) == {"7.8.3", "9.10.0"}                    # nothing to compare 9.11.2 with
