@@ -387,6 +387,17 @@ def test_table_options_in_spec_options_merge_with_the_specs_own(tmp_path):
     assert "max_open_files=321" in text
 
 
+def test_cache_size_zero_means_no_block_cache(tmp_path):
+    """RocksDB's string parser left its default 32 MiB cache in place beside no_block_cache=true;
+    without a cache every Get reads its data block from the file system."""
+    spec = make_spec(tmp_path / "db", name="nocache", cache_size=0, reads=2000,
+                     steps=["fillseq", "flush", "compact", "readrandom"])
+    run = store.load_run(driver.run(spec, root=tmp_path / "runs", progress=False))
+    rr = run.steps.set_index("name").loc["readrandom"]
+    assert rr["fs.reads"] == rr["ops"] == 2000
+    assert not rr.get("ticker.rocksdb.block.cache.data.hit", 0) > 0
+
+
 def test_split_options_keeps_braced_values_and_refuses_unbalanced_braces():
     assert driver.split_options("a=1; b={x=1;y={z=2}} ;c=3;a=4") == {"a": "4", "b": "{x=1;y={z=2}}", "c": "3"}
     assert driver.split_options("") == {}
