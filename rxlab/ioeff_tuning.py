@@ -427,12 +427,18 @@ def _fit(result: StudyResult, mask=None) -> model.ModelFit:
 def accounting(result: StudyResult) -> pd.DataFrame:
     """Each ladder rung against the one before, in microseconds per query and in io.eff.
 
-    saved_user_us / saved_sys_us: CPU per query given back (medians);
+    Means over the repetitions (not medians), so that the parts add up: the
+    user and system CPU saved sum to the CPU saved, which the model turns
+    into the predicted latency saved.
+
+    saved_user_us / saved_sys_us: CPU per query given back;
     saved_pred_us: the latency the model predicts saved (the CPU saved plus
     any change of reads per query times the device term); saved_meas_us: the
     latency per query measured saved (1e6 / qps); unexplained_us: measured
-    minus predicted. io.eff and the model's io.eff (fitted on every rung,
-    fio as the device term) after the rung.
+    minus predicted; noise_us: two standard errors of the per-repetition
+    differences of measured latency (a saving smaller than it is not
+    resolved). io.eff and the model's io.eff (fitted on every rung, fio as
+    the device term) after the rung.
     """
     fit = _fit(result)
     pred = fit.predict(model_rows(result))
@@ -441,7 +447,10 @@ def accounting(result: StudyResult) -> pd.DataFrame:
                  lat_meas_us=pred["lat_meas_us"])
     cols = ["usPer", "syPer", "cpuPer", "reads_per_query", "lat_pred_us", "lat_meas_us", "io.eff",
             "io.eff_pred"]
-    med = study.medians(r, ["config"], cols, sort=False).set_index("config")
+    med = r.groupby("config", sort=False)[cols].mean()
+    # per repetition: the rungs of one repetition ran minutes apart, so their difference cancels
+    # the machine's slower drift (the noise of a saving is that of these paired differences)
+    lat = r.pivot_table(index="rep", columns="config", values="lat_meas_us", aggfunc="mean")
     out, prev = [], None
     for c in (x.name for x in LADDER):
         if c not in med.index:
@@ -454,10 +463,13 @@ def accounting(result: StudyResult) -> pd.DataFrame:
                        saved_pred_us=prev["lat_pred_us"] - m["lat_pred_us"],
                        saved_meas_us=prev["lat_meas_us"] - m["lat_meas_us"])
             row["unexplained_us"] = row["saved_meas_us"] - row["saved_pred_us"]
+            # two standard errors of the paired differences: smaller savings are not resolved
+            d = (lat[prev.name] - lat[c]).dropna()
+            row["noise_us"] = 2.0 * float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else np.nan
         out.append(row)
         prev = m
     cols = ["rung", "saved_user_us", "saved_sys_us", "saved_pred_us", "saved_meas_us", "unexplained_us",
-            "cpuPer", "lat_pred_us", "lat_meas_us", "io.eff_pred", "io.eff", "change"]
+            "noise_us", "cpuPer", "lat_pred_us", "lat_meas_us", "io.eff_pred", "io.eff", "change"]
     return pd.DataFrame(out).reindex(columns=cols).set_index("rung")
 
 
@@ -548,11 +560,24 @@ def findings(result: StudyResult) -> str:
         f"{b['io.eff_max']:.3f} over {int(b['n'])} runs), {b['cpuPer']:.1f} us CPU per query: "
         + ("at or above" if b["io.eff"] >= TARGET else "below") + f" the target {TARGET:.2f}.",
     ]
+    if best in acc.index and best != "seed":
+        r = rows(result)
+        lat = 1e6 / r.pivot_table(index="rep", columns="config", values="qps", aggfunc="mean")
+        d = (lat["seed"] - lat[best]).dropna()
+        noise = 2.0 * d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else np.nan
+        cpu = acc.loc["seed", "cpuPer"] - acc.loc[best, "cpuPer"]
+        pred = acc.loc["seed", "lat_pred_us"] - acc.loc[best, "lat_pred_us"]
+        lines.append(f"- From the seed's setting to {best}: {cpu:.1f} us of CPU per query saved (means), "
+                     f"which the model turns into {pred:.1f} us of latency; measured {d.mean():.1f} "
+                     f"+- {noise:.1f} us (paired by repetition, two standard errors).")
     for c in ladder[1:]:
         a = acc.loc[c]
+        resolved = "" if not np.isfinite(a["noise_us"]) else (
+            f" (beyond the noise of +-{a['noise_us']:.1f} us)" if abs(a["saved_meas_us"]) > a["noise_us"]
+            else f" (within the noise of +-{a['noise_us']:.1f} us)")
         lines.append(f"- {c}: {a['saved_user_us']:+.1f} us user and {a['saved_sys_us']:+.1f} us system CPU "
-                     f"saved; the model predicts {a['saved_pred_us']:+.1f} us of latency saved, "
-                     f"{a['saved_meas_us']:+.1f} us measured; io.eff {a['io.eff']:.3f}.")
+                     f"saved per query; the model predicts {a['saved_pred_us']:+.1f} us of latency saved, "
+                     f"{a['saved_meas_us']:+.1f} us measured{resolved}; io.eff {a['io.eff']:.3f}.")
     for c in (x.name for x in SIDE):
         if c in t.index:
             s = t.loc[c]
