@@ -511,7 +511,7 @@ def fig_relative(rel: pd.DataFrame, base: str, pub: pd.DataFrame | None = None):
                        label=f"post: {tc}/gcc, {srv}")
     ax.axhline(1.0, color="#4d4d4d", lw=0.8, ls="--")
     ax.set_xticks(np.arange(len(tests)), tests)
-    ax.set_ylabel(f"relative QPS (vs {base})")
+    ax.set_ylabel("relative QPS" if "base" in rel.columns else f"relative QPS (vs {base})")
     vals = np.concatenate([rel["lo"].to_numpy(float), rel["hi"].to_numpy(float), pub["rel"].to_numpy(float)])
     vals = vals[np.isfinite(vals)]
     lo, hi = (min(vals.min(), 0.9), max(vals.max(), 1.1)) if len(vals) else (0.9, 1.1)
@@ -522,8 +522,8 @@ def fig_relative(rel: pd.DataFrame, base: str, pub: pd.DataFrame | None = None):
               bbox_to_anchor=(0.5, -0.14))
     clipped = " (intervals clipped)" if len(vals) and (vals.min() < YLIM[0] or vals.max() > YLIM[1]) else ""
     what = base if "base" in rel.columns else "the base build"
-    ax.set_title(f"QPS relative to {what}: here (mean, 95% CI) and in the post "
-                 f"(RocksDB 10.8, hollow){clipped}")
+    ax.set_title(f"QPS relative to {what}: here (mean, 95% CI), the post hollow (RocksDB 10.8){clipped}",
+                 fontsize="medium")
     return fig
 
 
