@@ -341,22 +341,15 @@ _new_study_id = study.new_study_id
 def _run_fio(params: Params, s: Settings, filename: Path, *, study: str, rep: int, threads: int, delay: int,
              root: Path) -> Path:
     """rxlab fio (sync, qd1, numjobs=threads) on `filename`, stored as a run of its own."""
-    from . import rawio, sysinfo
-    from .store import RunWriter
+    from . import rawio
 
     opts = f"delay_us={delay}" if delay else ""
-    rows = rawio.run(filename, rw="randread", bs=BLOCK_BYTES, size=s.fio_size, direct=True, ioengine="sync",
-                     iodepth=1, numjobs=threads, runtime=s.fio_runtime, ramp_time=s.fio_ramp,
-                     engine_options=opts, seed=rep + 1)
-    spec = {"name": _run_name(study, rep, threads, delay, "fio"), "tool": FIO_TOOL, "study": study,
+    meta = {"name": _run_name(study, rep, threads, delay, "fio"), "tool": FIO_TOOL, "study": study,
             "rep": rep, "threads": threads, "delay_us": delay, "scale": params.scale,
-            "backend": rawio.engine_uri("sync", opts), "study_backend": params.backend, "ioengine": "sync",
-            "rw": "randread", "bs": BLOCK_BYTES, "iodepth": 1, "numjobs": threads, "direct": True,
-            "size": s.fio_size, "runtime": s.fio_runtime, "ramp_time": s.fio_ramp, "filename": str(filename)}
-    with RunWriter(root, spec, sysinfo.fingerprint(filename)) as w:
-        for r in rows:
-            w.add_step(r)
-    return w.path
+            "study_backend": params.backend}
+    return rawio.run_stored(root, filename, meta, rw="randread", bs=BLOCK_BYTES, size=s.fio_size, direct=True,
+                            ioengine="sync", iodepth=1, numjobs=threads, runtime=s.fio_runtime,
+                            ramp_time=s.fio_ramp, engine_options=opts, seed=rep + 1)
 
 
 def _run_db(params: Params, s: Settings, db: Path, *, study: str, rep: int, threads: int, delay: int,

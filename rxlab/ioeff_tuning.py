@@ -224,18 +224,11 @@ def _spec(s: Settings, db: Path, name: str, backend: str, steps: list, **over):
 
 
 def _run_fio(s: Settings, filename: Path, root: Path, meta: dict) -> Path:
-    from . import rawio, sysinfo
-    from .store import RunWriter
+    from . import rawio
 
-    rows = rawio.run(filename, rw="randread", bs=BLOCK_BYTES, size=s.fio_size, direct=True, ioengine="sync",
-                     iodepth=1, numjobs=1, runtime=s.duration, ramp_time=FIO_RAMP_S, seed=meta["rep"] + 1)
-    spec = {**meta, "tool": FIO_TOOL, "backend": rawio.engine_uri("sync", ""), "ioengine": "sync",
-            "rw": "randread", "bs": BLOCK_BYTES, "iodepth": 1, "numjobs": 1, "direct": True,
-            "size": s.fio_size, "runtime": s.duration, "ramp_time": FIO_RAMP_S, "filename": str(filename)}
-    with RunWriter(root, spec, sysinfo.fingerprint(filename)) as w:
-        for r in rows:
-            w.add_step(r)
-    return w.path
+    return rawio.run_stored(root, filename, {**meta, "tool": FIO_TOOL}, rw="randread", bs=BLOCK_BYTES,
+                            size=s.fio_size, direct=True, ioengine="sync", iodepth=1, numjobs=1,
+                            runtime=s.duration, ramp_time=FIO_RAMP_S, seed=meta["rep"] + 1)
 
 
 def run_study(params: Params, root: str | os.PathLike | None = None, progress: bool = True) -> StudyResult:

@@ -127,3 +127,22 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
         total[f"system_cpu.{k}"] = v
     rows.append(total)
     return rows
+
+
+def run_stored(root, filename, meta: dict, **kw) -> Path:
+    """run() and store it as a run of its own (a study's fio baseline).
+
+    The stored spec is `meta` (name, study labels) plus fio's options as
+    given in `kw`, the engine URI as `backend` and the file; tool defaults to
+    rxlab-fio. Returns the run's directory.
+    """
+    from .store import RunWriter
+
+    rows = run(filename, **kw)
+    spec = {"tool": "rxlab-fio", **meta, **{k: v for k, v in kw.items() if k != "engine_options"},
+            "backend": engine_uri(kw.get("ioengine", "sync"), kw.get("engine_options", "")),
+            "filename": str(filename)}
+    with RunWriter(root, spec, sysinfo.fingerprint(filename)) as w:
+        for r in rows:
+            w.add_step(r)
+    return w.path
