@@ -533,7 +533,10 @@ def fig_qps(df: pd.DataFrame):
 
     tests = [t for t in TESTS if t in set(df["test"])]
     fig, axes = figures.figure("page", aspect=0.3, ncols=len(tests), squeeze=False)
-    blds = list(dict.fromkeys(df.sort_values("build")["build"]))
+    tc_order = {t: i for i, t in enumerate(TOOLCHAIN_COLORS)}
+    first = df.drop_duplicates("build").set_index("build")
+    blds = sorted(first.index, key=lambda b: (str(first.loc[b, "version"]),
+                                              tc_order.get(first.loc[b, "toolchain"], 9), b))
     for ax, t in zip(axes[0], tests, strict=True):
         for j, b in enumerate(blds):
             g = df[(df["test"] == t) & (df["build"] == b)]
@@ -541,7 +544,7 @@ def fig_qps(df: pd.DataFrame):
             x = np.full(len(g), j) + np.linspace(-0.12, 0.12, len(g))
             ax.scatter(x, g["qps"], s=8, color=c, alpha=0.7)
             ax.hlines(g["qps"].mean(), j - 0.3, j + 0.3, color=c, lw=1.5)
-        ax.set_xticks(range(len(blds)), blds, rotation=40, ha="right", fontsize=6)
+        ax.set_xticks(range(len(blds)), blds, rotation=90, fontsize=6)  # upright labels overlap
         ax.set_xlim(-0.6, len(blds) - 0.4)
         ax.set_title(t)
         ax.set_ylim(bottom=0)
