@@ -161,18 +161,25 @@ def _fio(argv) -> int:
     a = fio_args(argv)
     kw = {k: a[k] for k in ("rw", "bs", "size", "direct", "ioengine", "iodepth", "numjobs", "runtime",
                             "ramp_time", "engine_options", "seed") if k in a}
+    name = a.get("name") or "fio"
     rows = rawio.run(a["filename"], **kw)
     result = {"rxlab": rows}
+    stored = {"rxlab": rawio.store_rows(a.get("runs_dir"), a["filename"], rows,
+                                        {"tool": "rxlab-fio", "name": name}, **kw)}
     if a.get("real"):
         real_kw = {k: v for k, v in kw.items() if k not in ("engine_options", "seed")}
         result["fio"] = refs.run_fio(a["filename"], **real_kw)
+        stored["fio"] = rawio.store_rows(a.get("runs_dir"), a["filename"], result["fio"],
+                                         {"tool": "fio", "name": name}, **real_kw)
     if a.get("json"):
         def slim(r):
             d = {k: v for k, v in r.items() if k not in ("histograms", "timeseries")}
             # IOs per second of the job (fio's own number for real fio)
             d["iops"] = r.get("fio_iops", r["ops"] / r["wall_s"] if r.get("wall_s") else None)
             return d
-        print(_json.dumps({k: [slim(r) for r in v] for k, v in result.items()}, indent=1, default=str))
+        out = {k: [slim(r) for r in v] for k, v in result.items()}
+        out["runs"] = {k: str(v) for k, v in stored.items()}
+        print(_json.dumps(out, indent=1, default=str))
         return 0
     for tool, rs in result.items():
         total = [r for r in rs if str(r.get("job")) == "total"] or rs[-1:]
@@ -182,6 +189,9 @@ def _fio(argv) -> int:
               f"{t['ops'] / t['wall_s']:9.0f} IOPS  lat {t.get('lat_mean_us', float('nan')):7.1f} us  "
               f"p99 {t.get('p99_us', float('nan')):7.1f} us  CPU/IO {float(cpu['cpuPer'].iloc[0]):6.2f} us "
               f"(user {float(cpu['usPer'].iloc[0]):.2f}, sys {float(cpu['syPer'].iloc[0]):.2f})")
+    if not a.get("quiet"):
+        for tool, path in stored.items():
+            print(f"{tool} run stored in {path}")
     return 0
 
 
@@ -203,10 +213,14 @@ def _show(a):
 def _bench_paired(a):
     from pathlib import Path
 
-    from .backends_bench import default_root, paired, summarize_paired
+    from .backends_bench import default_root, paired, select_pairs, summarize_paired
 
+    if a.reps < 2 or a.duration <= 0:
+        raise ValueError(f"bench-paired --reps {a.reps} --duration {a.duration}: "
+                         "need reps >= 2 and duration > 0")
+    pairs = select_pairs(a.only)
     root = Path(a.dir) if a.dir else default_root()
-    pdf = paired(root, reps=a.reps, duration=a.duration, quiet=a.quiet)
+    pdf = paired(root, pairs=pairs, reps=a.reps, duration=a.duration, quiet=a.quiet)
     pdf.to_csv(root / "backends-paired.csv", index=False)
     print(summarize_paired(pdf))
 
@@ -320,6 +334,8 @@ def main(argv=None) -> int:
     bp.add_argument("--dir")
     bp.add_argument("--reps", type=int, default=8)
     bp.add_argument("--duration", type=float, default=4)
+    bp.add_argument("--only", help="comma-separated words; run the pairs whose label contains one "
+                    "(e.g. 'posix vs default,counters')")
     bp.add_argument("--quiet", action="store_true")
     bp.set_defaults(fn=_bench_paired)
 

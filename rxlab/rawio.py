@@ -136,10 +136,18 @@ def run_stored(root, filename, meta: dict, **kw) -> Path:
     given in `kw`, the engine URI as `backend` and the file; tool defaults to
     rxlab-fio. Returns the run's directory.
     """
+    return store_rows(root, filename, run(filename, **kw), {"tool": "rxlab-fio", **meta}, **kw)
+
+
+def store_rows(root, filename, rows: list[dict], meta: dict, **kw) -> Path:
+    """Store fio rows (rxlab's or real fio's, one per job and a total) as one run.
+
+    The spec is `meta` (tool, name, study labels) plus fio's options as given
+    in `kw`, the engine URI as `backend` and the file. Returns the run's directory.
+    """
     from .store import RunWriter
 
-    rows = run(filename, **kw)
-    spec = {"tool": "rxlab-fio", **meta, **{k: v for k, v in kw.items() if k != "engine_options"},
+    spec = {**meta, **{k: v for k, v in kw.items() if k != "engine_options"},
             "backend": engine_uri(kw.get("ioengine", "sync"), kw.get("engine_options", "")),
             "filename": str(filename)}
     with RunWriter(root, spec, sysinfo.fingerprint(filename)) as w:

@@ -223,9 +223,9 @@ def bad_runs(tmp_path_factory):
         d = root / "fio" / case
         d.mkdir(parents=True)
         f = d / "file"
-        base = ["--size=1m", "--runtime=0.2", "--ramp_time=0"]
+        base = ["--size=1m", "--runtime=0.2", "--ramp_time=0", f"--runs_dir={d / 'runs'}"]
         args = ["fio", *base] if extra is None else ["fio", f"--filename={f}", *base, *extra]
-        jobs[("fio", case)] = (args, {"file": f})
+        jobs[("fio", case)] = (args, {"file": f, "runs": d / "runs"})
     out = {}
     try:
         with cf.ThreadPoolExecutor(max_workers=4) as ex:
@@ -307,16 +307,27 @@ def fio_file(tmp_path_factory):
 
 @needs_fio
 @pytest.mark.parametrize(("ioengine", "iodepth"), [("sync", 1), ("io_uring", 8)])
-def test_rxlab_fio_next_to_real_fio(fio_file, ioengine, iodepth):
+def test_rxlab_fio_next_to_real_fio(fio_file, ioengine, iodepth, tmp_path):
+    runs = tmp_path / "runs"
     args = ("fio", f"--filename={fio_file}", "--size=256m", "--runtime=2", f"--ioengine={ioengine}",
-            f"--iodepth={iodepth}", "--real", "--json")
+            f"--iodepth={iodepth}", "--real", "--json", f"--runs_dir={runs}")
     try:
         r = run_cli(*args, timeout=25)  # about 8 s: 1 + 2 s for each tool, plus start-up
     except subprocess.TimeoutExpired:
         pytest.fail(f"`rxlab {' '.join(args)}` did not finish in 25 s (its runs take 3 s each)")
     assert r.returncode == 0, describe(r)
     d = json.loads(r.stdout)
-    assert set(d) == {"rxlab", "fio"}
+    assert set(d) == {"rxlab", "fio", "runs"}
+    # both tools' rows land in the store, each a run of its own that the catalog reads back
+    stored = d.pop("runs")
+    assert set(stored) == {"rxlab", "fio"}
+    for tool, path in stored.items():
+        run = store.load_run(path)
+        assert run.spec["tool"] == {"rxlab": "rxlab-fio", "fio": "fio"}[tool]
+        assert run.spec["ioengine"] == ioengine and run.spec["iodepth"] == iodepth
+        assert list(run.steps["job"].astype(str)) == ["0", "total"]
+        assert run.steps["ops"].iloc[-1] == d[tool][-1]["ops"]
+    assert len(store.list_runs(runs)) == 2
     for tool, rows in d.items():
         assert [row["job"] for row in rows] == ["0", "total"], tool
         for row in rows:
