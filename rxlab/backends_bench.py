@@ -230,6 +230,17 @@ PAIRS = {
 }
 
 
+def select_pairs(only: str | None) -> dict:
+    """The PAIRS whose label contains one of the comma-separated words of `only`."""
+    if not only:
+        return dict(PAIRS)
+    words = [w.strip() for w in only.split(",") if w.strip()]
+    chosen = {k: v for k, v in PAIRS.items() if any(w in k for w in words)}
+    if not chosen:
+        raise ValueError(f"bench-paired --only {only!r} matches no pair; pairs are: {', '.join(PAIRS)}")
+    return chosen
+
+
 def paired(root: Path, pairs: dict | None = None, reps: int = 8, duration: float = 4,
            quiet: bool = False) -> pd.DataFrame:
     """Back-to-back A/B pairs in one process, the order flipped every pair.
@@ -268,12 +279,29 @@ def paired(root: Path, pairs: dict | None = None, reps: int = 8, duration: float
     return pd.DataFrame(rows)
 
 
+def median_interval(values, level: float = 0.95, draws: int = 4000, seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the median: how well n noisy pairs pin it down."""
+    import numpy as np
+
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    if len(x) < 2:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    medians = np.median(rng.choice(x, size=(draws, len(x)), replace=True), axis=1)
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(medians, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
 def summarize_paired(df: pd.DataFrame) -> str:
-    out = ["paired A/B (median of per-pair ratios A/B, with min..max):"]
+    out = ["paired A/B: median of per-pair ratios A/B [95% bootstrap interval of the median] (min..max)"]
     for label, g in df.groupby("pair", sort=False):
         w = g.pivot(index="rep", columns="side", values=["qps", "cpuPer"])
         q = w["qps"]["A"] / w["qps"]["B"]
         c = w["cpuPer"]["A"] / w["cpuPer"]["B"]
-        out.append(f"  {label:40} QPS {q.median():.3f} ({q.min():.3f}..{q.max():.3f})  "
-                   f"CPU/op {c.median():.3f} ({c.min():.3f}..{c.max():.3f})  n={len(q)}")
+        qi, ci = median_interval(q), median_interval(c)
+        out.append(f"  {label:40} QPS {q.median():.3f} [{qi[0]:.3f}..{qi[1]:.3f}] "
+                   f"({q.min():.3f}..{q.max():.3f})  CPU/op {c.median():.3f} [{ci[0]:.3f}..{ci[1]:.3f}] "
+                   f"({c.min():.3f}..{c.max():.3f})  n={len(q)}")
     return "\n".join(out)

@@ -1,0 +1,56 @@
+"""The backends benchmark's bookkeeping: which pairs run and how their ratios are summarised.
+
+The benchmark itself runs minutes on a 2 GiB DB (`rxlab bench-backends`,
+`rxlab bench-paired`) and prints figures; these tests check the parts that
+decide what is printed.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rxlab import backends_bench as bb
+from rxlab.cli import main
+
+
+def test_select_pairs_by_words():
+    assert bb.select_pairs(None) == bb.PAIRS
+    chosen = bb.select_pairs("posix vs default,counters")
+    assert set(chosen) == {"readrandom posix vs default", "readrandom posix counters on vs off",
+                           "readrandom io_uring counters on vs off"}
+    assert set(bb.select_pairs("multiread")) == {k for k in bb.PAIRS if k.startswith("multiread")}
+
+
+@pytest.mark.parametrize(("args", "want"), [(["--only", "nope"], "'nope' matches no pair"),
+                                            (["--reps", "1"], "--reps 1"),
+                                            (["--duration", "0"], "--duration 0")])
+def test_bench_paired_rejects_bad_input_before_running(capsys, tmp_path, args, want):
+    assert main(["bench-paired", "--dir", str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and want in err[0], err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_median_interval_narrows_with_more_pairs_and_covers_the_median():
+    rng = np.random.default_rng(1)
+    few = 1.05 + 0.1 * rng.standard_normal(8)
+    many = 1.05 + 0.1 * rng.standard_normal(128)
+    lo8, hi8 = bb.median_interval(few)
+    lo128, hi128 = bb.median_interval(many)
+    assert lo8 <= np.median(few) <= hi8
+    assert lo128 <= np.median(many) <= hi128
+    assert hi128 - lo128 < (hi8 - lo8) / 2
+    assert lo128 < 1.05 < hi128
+    assert all(np.isnan(bb.median_interval([1.0])))
+
+
+def test_summarize_paired_ratios_are_a_over_b_per_rep():
+    rows = []
+    for rep, (qa, qb) in enumerate([(110, 100), (90, 100), (105, 100)]):
+        rows += [{"pair": "p", "rep": rep, "backend": "x", "side": "A", "qps": qa, "cpuPer": 100 / qa},
+                 {"pair": "p", "rep": rep, "backend": "y", "side": "B", "qps": qb, "cpuPer": 100 / qb}]
+    text = bb.summarize_paired(pd.DataFrame(rows))
+    line = text.splitlines()[1]
+    assert "QPS 1.050" in line and "(0.900..1.100)" in line and "n=3" in line
+    assert "CPU/op 0.952" in line
