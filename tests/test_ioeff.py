@@ -382,7 +382,13 @@ def test_compare_models_reproduces_the_seeds_arithmetic():
 def test_held_out_and_sensitivity_on_the_published_rows():
     rows = model.published_frame()
     ho_rows, ho = ioeff.held_out(rows)
-    assert list(ho.columns) == ["split", "model", "rows", "max_abs_err_pct", "median_abs_err_pct", "note"]
+    assert list(ho.columns) == ["split", "model", "rows", "max_abs_err_pct", "median_abs_err_pct", "configs",
+                                "config_max_abs_err_pct", "config_median_abs_err_pct", "note"]
+    # the seed's tables have one row per configuration: its median is the row
+    ok = ho[ho["rows"] > 0]
+    assert (ok["configs"] == ok["rows"]).all()
+    assert np.allclose(ok["config_median_abs_err_pct"], ok["median_abs_err_pct"])
+    assert np.allclose(ok["config_max_abs_err_pct"], ok["max_abs_err_pct"])
     splits = set(ho["split"])
     assert {"readrandom held out", "readrandom2 held out", "readrandom3 held out", "block_align off from on",
             "threads > 1 from 1"} <= splits
@@ -411,3 +417,16 @@ def test_other_studies_columns_in_the_store_do_not_clash(tmp_path):
     f = ioeff.study_frame(cat)
     assert f.columns.is_unique
     assert set(f["rep"]) == {0, 1, 2} and set(f["study"]) == {STUDY} and set(f["delay_us"]) == {0}
+
+
+def test_config_errors_compare_medians_over_repetitions():
+    pred = pd.DataFrame({"test": ["readrandom"] * 3 + ["readrandom3"] * 2, "block_align": True,
+                         "threads": 1.0,
+                         "delay_us": 0.0, "iops": [100.0, 110.0, 90.0, 50.0, 50.0],
+                         "iops_pred": [105.0, 99.0, 120.0, 49.0, 49.0],
+                         "seed_iops_pred": [110.0, 110.0, 110.0, 60.0, 60.0]})
+    c = ioeff.config_errors(pred).set_index("test")
+    assert c.loc["readrandom", "n"] == 3 and c.loc["readrandom3", "n"] == 2
+    assert c.loc["readrandom", "fitted_err_pct"] == pytest.approx(5.0)   # 105 / 100: medians, not row errors
+    assert c.loc["readrandom", "seed_err_pct"] == pytest.approx(10.0)
+    assert c.loc["readrandom3", "fitted_err_pct"] == pytest.approx(-2.0)

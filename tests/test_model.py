@@ -130,13 +130,21 @@ TESTS = {"readrandom": (9.0, 1.25, True), "readrandom2": (7.5, 1.0, True), "read
 SMOOTH_US = 5.0
 
 
+def smooth_max(a, b):
+    return max(a, b) + SMOOTH_US * math.log1p(math.exp(-abs(a - b) / SMOOTH_US))
+
+
 def true_device(t, delay, p=TRUE):
-    """Device latency per read: a line in clients, and a delay as a smooth max with it."""
+    """fio's device latency per read: a line in clients, and a delay as a smooth max with it."""
     base = p["dev_1_us"] + p["dev_per_thread_us"] * (t - 1)
-    if delay <= 0:
-        return base
-    x = delay - p["delay_offset_us"]
-    return max(base, x) + SMOOTH_US * math.log1p(math.exp(-abs(x - base) / SMOOTH_US))
+    return base if delay <= 0 else smooth_max(base, delay - p["delay_offset_us"])
+
+
+def true_io(t, delay, reads, p=TRUE):
+    """A query's IO time in RocksDB: its reads plus the wait, the deadline of a delay hiding both."""
+    device = p["dev_1_us"] + p["dev_per_thread_us"] * (t - 1)
+    undelayed = reads * device + p["wait_us"] + p["wait_per_thread_us"] * (t - 1)
+    return undelayed if delay <= 0 else smooth_max(undelayed, reads * (delay - p["delay_offset_us"]))
 
 
 def true_cpu_inc(test, t, block_align):
@@ -164,8 +172,7 @@ def synthetic(seed=0, *, noise=0.01, threads=(1, 2, 4, 8, 16), delays=(0, 100, 2
         for (test, (_, r, bloom)), ba in itertools.product(TESTS.items(), block_aligns):
             reqsz = (8.2 if ba else 8.9) + (0.2 if test == "readrandom" else 0.0)
             cpu = fio_cpu + true_cpu_inc(test, t, ba)
-            lat = (cpu + r * (true_device(t, delay) + TRUE["size_penalty_us_per_kib"] * (reqsz - 8.0))
-                   + TRUE["wait_us"] + TRUE["wait_per_thread_us"] * (t - 1))
+            lat = cpu + r * TRUE["size_penalty_us_per_kib"] * (reqsz - 8.0) + true_io(t, delay, r)
             for _ in range(reps):
                 qps = t * 1e6 / lat * n()
                 rows.append({"tool": "rxlab", "test": test, "threads": t, "delay_us": delay,
