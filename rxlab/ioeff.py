@@ -1172,7 +1172,8 @@ def fig_predicted_vs_measured(comp: Comparison):
 
 
 def fig_model_error(comp: Comparison, heldout_rows: pd.DataFrame | None = None):
-    """|error| % of each model per row: seed's model and fitted (in sample, and held out when given)."""
+    """Error % of each model per row: seed's model and fitted (in sample, and held out when given:
+    per repetition, then on each configuration's median over its repetitions beside the seed's model)."""
     cats = []
     for src in ("published", "local"):
         t = comp.table[comp.table["source"] == src]
@@ -1180,7 +1181,10 @@ def fig_model_error(comp: Comparison, heldout_rows: pd.DataFrame | None = None):
         cats.append((f"{where}\nseed's model", t["seed_err_pct"], "#d55e00"))
         cats.append((f"{where}\nfitted", t["fitted_err_pct"], "#0072b2"))
     if heldout_rows is not None and len(heldout_rows):
-        cats.append(("local\nfitted, held out", heldout_rows["err_iops_pct"], "#56b4e9"))
+        cats.append(("held out\nfitted\nper row", heldout_rows["err_iops_pct"], "#56b4e9"))
+        per_config = pd.concat([config_errors(g) for _, g in heldout_rows.groupby("split", sort=False)])
+        cats.append(("held out\nfitted\nmedians", per_config["fitted_err_pct"], "#56b4e9"))
+        cats.append(("held out\nseed's\nmedians", per_config["seed_err_pct"], "#d55e00"))
     fig, ax = figures.figure(width="page", aspect=0.32)
     rng = np.random.default_rng(0)
     for i, (_, vals, color) in enumerate(cats):
