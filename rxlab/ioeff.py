@@ -1068,16 +1068,21 @@ def held_out(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 HELD_OUT_CONFIG = ("test", "block_align", "threads", "delay_us")
 
 
-def config_errors(pred: pd.DataFrame) -> pd.DataFrame:
+def config_errors(pred: pd.DataFrame, by: Sequence[str] | None = None) -> pd.DataFrame:
     """Per configuration, the median over its repetitions of measured and predicted IOPS and the error.
 
     The studies judge every figure on medians of repetitions; a single
     repetition carries the host's drift (fio's device latency moves 5-15%
     from one repetition to the next here), which no model of the
-    configuration can predict. Columns: iops, fitted_iops, seed_iops, n and
-    fitted_err_pct / seed_err_pct (median predicted / median measured - 1).
+    configuration can predict. `by`: the columns that name a configuration
+    (default: those of HELD_OUT_CONFIG present). Columns: iops, fitted_iops,
+    seed_iops, n and fitted_err_pct / seed_err_pct (median predicted /
+    median measured - 1).
     """
-    by = [c for c in HELD_OUT_CONFIG if c in pred.columns]
+    by = [c for c in (HELD_OUT_CONFIG if by is None else by) if c in pred.columns]
+    if not by:
+        raise ValueError(f"config_errors: none of the columns {list(HELD_OUT_CONFIG if by is None else by)} "
+                         "is in the predictions")
     g = pred.groupby(by, dropna=False).agg(iops=("iops", "median"), fitted_iops=("iops_pred", "median"),
                                            seed_iops=("seed_iops_pred", "median"), n=("iops", "size"))
     g["fitted_err_pct"] = (g["fitted_iops"] / g["iops"] - 1.0) * 100.0

@@ -44,8 +44,8 @@ from . import figures, metrics, model, store, study
 from . import params as checks
 
 __all__ = ["CONFIGS", "LADDER", "SCALES", "SIDE", "TARGET", "Config", "Params", "Settings", "StudyResult",
-           "accounting", "config_table", "fig_ioeff", "fig_latency", "findings", "held_out", "load_study",
-           "plan", "run_study", "study_frame"]
+           "accounting", "config_table", "fig_ioeff", "fig_latency", "findings", "held_out", "held_out_by_config",
+           "load_study", "plan", "run_study", "study_frame"]
 
 SEED_FILE = "blog-2025-10-23-rocksdb-io-efficiency-point-queries.txt"
 PUBLISHED = (f"{SEED_FILE}: ioeff_efficiency",)
@@ -478,6 +478,13 @@ def held_out(result: StudyResult) -> pd.DataFrame:
     keep = [c for c in ("config", "iops", "iops_pred", "err_iops_pct", "seed_iops_pred", "seed_err_iops_pct")
             if c in out.columns]
     return out[keep]
+
+
+def held_out_by_config(held: pd.DataFrame) -> pd.DataFrame:
+    """held_out's predictions on each configuration's median over its repetitions (ioeff.config_errors)."""
+    from .ioeff import config_errors
+
+    return config_errors(held, by=["config"]).set_index("config")
 
 
 # --------------------------------------------------------------------------- figures and words

@@ -112,6 +112,10 @@ def test_tables_and_accounting_are_consistent(result):
     ho = T.held_out(result)
     assert not {"seed", "sqpoll"} & set(ho["config"]) and len(ho) == len(T.CONFIGS) - 2
     assert np.isfinite(ho["err_iops_pct"]).all()
+    by = T.held_out_by_config(ho)
+    assert set(by.index) == set(ho["config"]) and (by["n"] == ho.groupby("config").size()).all()
+    med = ho.groupby("config")[["iops", "iops_pred"]].median()
+    assert np.allclose(by["fitted_err_pct"], (med["iops_pred"] / med["iops"] - 1) * 100)
 
 
 def test_findings_figures_and_the_store(result, tmp_path, monkeypatch):
