@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import driver, metrics, rawio, refs
-from .backends_bench import COMMON, KEY_SIZE, VALUE_SIZE, Bench
+from .backends_bench import COMMON, KEY_SIZE, VALUE_SIZE, Bench, median_interval
 from .builds import active_build
 
 
@@ -48,9 +48,14 @@ def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10
         if not quiet:
             print(m, file=sys.stderr, flush=True)
 
+    # The order within a pair flips every repetition: on a shared host the
+    # second of two back-to-back runs is not the same as the first.
+    def flip(pair, rep):
+        return pair if rep % 2 == 0 else pair[::-1]
+
     for rep in range(repeats):
         for threads in (1, 2):
-            for tool, fn in (("db_bench", _db_bench), ("rxlab", _rxlab)):
+            for tool, fn in flip((("db_bench", _db_bench), ("rxlab", _rxlab)), rep):
                 r = fn(db, b.num, threads, duration)
                 sc = metrics.seed_columns([r]).iloc[0]
                 rows.append({"section": "readrandom", "tool": tool, "threads": threads, "rep": rep,
@@ -62,13 +67,16 @@ def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10
     fio_file = root / "fio-2g.dat"
     for rep in range(repeats):
         for eng, qd in (("sync", 1), ("libaio", 32), ("io_uring", 32)):
-            ours = rawio.run(fio_file, bs="8k", size="2g", ioengine=eng, iodepth=qd, runtime=fio_runtime,
-                             ramp_time=1)[-1]
-            real = [r for r in refs.run_fio(fio_file, bs="8k", size="2g", ioengine=eng, iodepth=qd,
-                                            runtime=fio_runtime, ramp_time=1) if r.get("job") == "total"]
-            real = real[0] if real else refs.run_fio(fio_file, bs="8k", size="2g", ioengine=eng,
-                                                     iodepth=qd, runtime=fio_runtime, ramp_time=1)[-1]
-            for tool, r in (("rxlab fio", ours), ("fio", real)):
+            results = {}
+            for tool in flip(("rxlab fio", "fio"), rep):
+                if tool == "rxlab fio":
+                    results[tool] = rawio.run(fio_file, bs="8k", size="2g", ioengine=eng, iodepth=qd,
+                                              runtime=fio_runtime, ramp_time=1)[-1]
+                else:
+                    real = refs.run_fio(fio_file, bs="8k", size="2g", ioengine=eng, iodepth=qd,
+                                        runtime=fio_runtime, ramp_time=1)
+                    results[tool] = next((r for r in real if r.get("job") == "total"), real[-1])
+            for tool, r in results.items():
                 iops = r["ops"] / r["wall_s"]
                 cpu = 1e6 * (r["cpu_user_s"] + r["cpu_sys_s"]) / r["ops"]
                 rows.append({"section": f"fio {eng} qd{qd}", "tool": tool, "threads": 1, "rep": rep,
@@ -78,19 +86,35 @@ def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10
     return pd.DataFrame(rows)
 
 
+def paired_ratios(df: pd.DataFrame, section: str, threads: int, a: str, b: str, col: str = "qps") -> pd.Series:
+    """a / b of `col` per repetition: the two tools' runs were back to back in each."""
+    s = df[(df["section"] == section) & (df["threads"] == threads)]
+    w = s.pivot_table(index="rep", columns="tool", values=col, aggfunc="first")
+    return (w[a] / w[b]).dropna()
+
+
+def _interval(r: pd.Series) -> str:
+    lo, hi = median_interval(r)
+    return f"paired median {r.median():.3f} [{lo:.3f}..{hi:.3f}], n={len(r)}"
+
+
 def summarize(df: pd.DataFrame) -> str:
     g = df.groupby(["section", "threads", "tool"], sort=False)
     med = g[["qps", "cpuPer"]].median()
     table = med.assign(qps_min=g["qps"].min(), qps_max=g["qps"].max(), n=g.size()).reset_index()
-    out = [table.round(1).to_string(index=False), "", "targets (medians):"]
+    out = [table.round(1).to_string(index=False), "",
+           "targets (medians; paired: median of per-repetition ratios [95% bootstrap interval]):"]
     for t in (1, 2):
         r, d = med.loc[("readrandom", t, "rxlab")], med.loc[("readrandom", t, "db_bench")]
         out.append(f"  readrandom t={t}: rxlab/db_bench QPS {r.qps / d.qps:.3f} (target >= 1.00) "
                    f"{'MET' if r.qps >= d.qps else 'MISSED'}; CPU/op {r.cpuPer:.1f} vs {d.cpuPer:.1f} us "
                    f"{'MET' if r.cpuPer <= d.cpuPer else 'MISSED'}")
+        out.append(f"      QPS {_interval(paired_ratios(df, 'readrandom', t, 'rxlab', 'db_bench'))}; "
+                   f"CPU/op {_interval(paired_ratios(df, 'readrandom', t, 'rxlab', 'db_bench', 'cpuPer'))}")
     for sec in [s for s in med.index.get_level_values(0).unique() if s.startswith("fio")]:
         o, f = med.loc[(sec, 1, "rxlab fio")], med.loc[(sec, 1, "fio")]
         out.append(f"  {sec}: rxlab fio {o.qps:.0f} vs fio {f.qps:.0f} IOPS: {100 * (o.qps / f.qps - 1):+.1f}% "
                    f"(target within 5%) {'MET' if abs(o.qps / f.qps - 1) <= 0.05 else 'MISSED'}; "
                    f"CPU/IO {o.cpuPer:.1f} vs {f.cpuPer:.1f} us")
+        out.append(f"      IOPS {_interval(paired_ratios(df, sec, 1, 'rxlab fio', 'fio'))}")
     return "\n".join(out)

@@ -54,3 +54,18 @@ def test_summarize_paired_ratios_are_a_over_b_per_rep():
     line = text.splitlines()[1]
     assert "QPS 1.050" in line and "(0.900..1.100)" in line and "n=3" in line
     assert "CPU/op 0.952" in line
+
+
+def test_driver_bench_pairs_tools_by_repetition():
+    from rxlab import driver_bench
+
+    rows = []
+    for rep, (ours, theirs) in enumerate([(100.0, 50.0), (90.0, 100.0), (110.0, 100.0)]):
+        rows += [{"section": "readrandom", "tool": "rxlab", "threads": 1, "rep": rep, "qps": ours, "cpuPer": 1.0},
+                 {"section": "readrandom", "tool": "db_bench", "threads": 1, "rep": rep, "qps": theirs,
+                  "cpuPer": 2.0}]
+    df = pd.DataFrame(rows)
+    r = driver_bench.paired_ratios(df, "readrandom", 1, "rxlab", "db_bench")
+    assert list(r.round(3)) == [2.0, 0.9, 1.1]       # per repetition, not medians of each tool
+    assert r.median() == pytest.approx(1.1)
+    assert (driver_bench.paired_ratios(df, "readrandom", 1, "rxlab", "db_bench", "cpuPer") == 0.5).all()
