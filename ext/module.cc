@@ -346,7 +346,7 @@ PYBIND11_MODULE(_core, m) {
       RX_FIELD(seek_nexts) RX_FIELD(reverse_iterator) RX_FIELD(async_io) RX_FIELD(multiread_batched)
       RX_FIELD(optimize_multiget_for_io) RX_FIELD(multiread_stride) RX_FIELD(verify_checksums)
       RX_FIELD(readahead_size) RX_FIELD(sync) RX_FIELD(disable_wal) RX_FIELD(write_rate_limit)
-      RX_FIELD(perf_level) RX_FIELD(seed) RX_FIELD(mix_get_ratio) RX_FIELD(mix_put_ratio)
+      RX_FIELD(perf_level) RX_FIELD(perf_events) RX_FIELD(seed) RX_FIELD(mix_get_ratio) RX_FIELD(mix_put_ratio)
       RX_FIELD(mix_seek_ratio) RX_FIELD(keyrange_dist_a) RX_FIELD(keyrange_dist_b)
       RX_FIELD(keyrange_dist_c) RX_FIELD(keyrange_dist_d) RX_FIELD(keyrange_num) RX_FIELD(value_k)
       RX_FIELD(value_sigma) RX_FIELD(iter_k) RX_FIELD(iter_sigma) RX_FIELD(sine_a) RX_FIELD(sine_b)

@@ -59,7 +59,7 @@ SEQUENCES = {
 STEP_FIELDS = ("num", "ops", "duration", "threads", "key_size", "value_size", "compression_ratio",
                "batch_size", "seek_nexts", "reverse_iterator", "async_io", "multiread_batched",
                "optimize_multiget_for_io", "multiread_stride", "verify_checksums", "readahead_size",
-               "sync", "disable_wal", "write_rate_limit", "perf_level", "seed",
+               "sync", "disable_wal", "write_rate_limit", "perf_level", "perf_events", "seed",
                "mix_get_ratio", "mix_put_ratio", "mix_seek_ratio", "keyrange_dist_a", "keyrange_dist_b",
                "keyrange_dist_c", "keyrange_dist_d", "keyrange_num", "value_k", "value_sigma", "iter_k",
                "iter_sigma", "sine_a", "sine_b", "sine_c", "sine_d", "sine_mix_rate",
@@ -99,6 +99,7 @@ class RunSpec:
     options: str = ""              # more RocksDB options (RocksDB's syntax); these win
     use_existing_db: bool = False
     perf_level: int = 1            # 2: counts; 3: waits; 4: timers; 5: timers and CPU timers (cost CPU)
+    perf_events: bool = True       # perf_event counters per thread (they add work to each context switch)
     statistics: bool = True
     seek_nexts: int = 10
     batch_size: int = 1
@@ -309,7 +310,8 @@ def step_spec(spec: RunSpec, step: Mapping, index: int = 0) -> dict:
     d = {"name": step["name"], "num": spec.num, "threads": spec.threads, "key_size": spec.key_size,
          "value_size": spec.value_size, "seek_nexts": spec.seek_nexts, "batch_size": spec.batch_size,
          "async_io": spec.async_io, "multiread_batched": spec.multiread_batched,
-         "write_rate_limit": spec.write_rate_limit, "perf_level": spec.perf_level, "seed": spec.seed + index}
+         "write_rate_limit": spec.write_rate_limit, "perf_level": spec.perf_level, "perf_events": spec.perf_events,
+         "seed": spec.seed + index}
     if step["name"] in READ_STEPS:
         d["duration"] = spec.duration
         d["ops"] = spec.reads
@@ -426,6 +428,7 @@ def step_row(step, sspec, res, d0, d1, c0, c1, r0, r1, f0, f1, t0, t1, backend) 
         row[f"system_cpu.{k}"] = v
     for k, v in res["perf_events"].items():
         row[f"perf.{k}"] = v if v >= 0 else float("nan")
+    row["perf.enabled"] = bool(res["perf_events"])
     row["perf.hw_available"] = all(res["perf_events"].get(k, -1) >= 0 for k in ("cycles", "instructions"))
     for k, v in res["perf_context"].items():
         row[f"pc.{k}"] = v

@@ -23,8 +23,8 @@ def _db_bench(db: Path, num: int, threads: int, duration: int) -> dict:
     return refs.run_db_bench(active_build() / "bin" / "db_bench", flags)[-1]
 
 
-def _rxlab(db: Path, num: int, threads: int, duration: int) -> dict:
-    spec = driver.RunSpec(db=str(db), backend="default?io_uring=1", num=num, key_size=KEY_SIZE,
+def _rxlab(db: Path, num: int, threads: int, duration: int, perf_events: bool = False) -> dict:
+    spec = driver.RunSpec(perf_events=perf_events, db=str(db), backend="default?io_uring=1", num=num, key_size=KEY_SIZE,
                           value_size=VALUE_SIZE, threads=threads, duration=duration, block_size=8192,
                           block_align=True, cache_size=8 << 20, bloom_bits=10, use_existing_db=True,
                           target_file_size_base=COMMON["target_file_size_base"],
@@ -48,14 +48,21 @@ def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10
         if not quiet:
             print(m, file=sys.stderr, flush=True)
 
-    # The order within a pair flips every repetition: on a shared host the
+    # The order within a group rotates every repetition: on a shared host the
     # second of two back-to-back runs is not the same as the first.
-    def flip(pair, rep):
-        return pair if rep % 2 == 0 else pair[::-1]
+    def flip(group, rep):
+        k = rep % len(group)
+        return group[k:] + group[:k]
+
+    # rxlab runs like-for-like with db_bench (which counts no perf events), and
+    # once more with its perf_event counters on, as studies run it: the
+    # difference is what those counters cost (work at every context switch).
+    tools = (("db_bench", _db_bench), ("rxlab", _rxlab),
+             (RXLAB_PERF, lambda *a: _rxlab(*a, perf_events=True)))
 
     for rep in range(repeats):
         for threads in (1, 2):
-            for tool, fn in flip((("db_bench", _db_bench), ("rxlab", _rxlab)), rep):
+            for tool, fn in flip(tools, rep):
                 r = fn(db, b.num, threads, duration)
                 sc = metrics.seed_columns([r]).iloc[0]
                 rows.append({"section": "readrandom", "tool": tool, "threads": threads, "rep": rep,
@@ -86,6 +93,9 @@ def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10
     return pd.DataFrame(rows)
 
 
+RXLAB_PERF = "rxlab+perf"
+
+
 def paired_ratios(df: pd.DataFrame, section: str, threads: int, a: str, b: str, col: str = "qps") -> pd.Series:
     """a / b of `col` per repetition: the two tools' runs were back to back in each."""
     s = df[(df["section"] == section) & (df["threads"] == threads)]
@@ -111,6 +121,14 @@ def summarize(df: pd.DataFrame) -> str:
                    f"{'MET' if r.cpuPer <= d.cpuPer else 'MISSED'}")
         out.append(f"      QPS {_interval(paired_ratios(df, 'readrandom', t, 'rxlab', 'db_bench'))}; "
                    f"CPU/op {_interval(paired_ratios(df, 'readrandom', t, 'rxlab', 'db_bench', 'cpuPer'))}")
+        if (df["tool"] == RXLAB_PERF).any():
+            on = df[(df["section"] == "readrandom") & (df["threads"] == t)]
+            w = on.pivot_table(index="rep", columns="tool", values="cpuPer", aggfunc="first")
+            extra = (w[RXLAB_PERF] - w["rxlab"]).dropna()
+            out.append(f"      perf_event counters on (as studies run): CPU/op "
+                       f"{_interval(paired_ratios(df, 'readrandom', t, RXLAB_PERF, 'rxlab', 'cpuPer'))}, "
+                       f"{extra.median():+.1f} us/op; QPS "
+                       f"{_interval(paired_ratios(df, 'readrandom', t, RXLAB_PERF, 'rxlab'))}")
     for sec in [s for s in med.index.get_level_values(0).unique() if s.startswith("fio")]:
         o, f = med.loc[(sec, 1, "rxlab fio")], med.loc[(sec, 1, "fio")]
         out.append(f"  {sec}: rxlab fio {o.qps:.0f} vs fio {f.qps:.0f} IOPS: {100 * (o.qps / f.qps - 1):+.1f}% "

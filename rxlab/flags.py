@@ -65,6 +65,7 @@ BENCH_FLAGS: dict[str, tuple[str, Callable]] = {
     "max_bytes_for_level_base": ("max_bytes_for_level_base", _int),
     "compaction_readahead_size": ("compaction_readahead_size", _int),
     "perf_level": ("perf_level", _int),
+    "perf_events": ("perf_events", _bool),
     "statistics": ("statistics", _bool),
     "seed": ("seed", _int),
     "benchmark_write_rate_limit": ("write_rate_limit", _int),

@@ -339,6 +339,11 @@ def test_ops_series_and_perf_events(open_session):
         assert row["perf.cycles"] > 0  # a machine with a PMU: nothing to say unavailable
     else:
         assert math.isnan(row["perf.cycles"]) and math.isnan(row["perf.instructions"])
+    assert row["perf.enabled"] is True
+    # perf_events=False (to measure what the counters cost) opens none
+    off = step(s, "readrandom", duration=0.5, perf_events=False)
+    assert off["perf.enabled"] is False and off["ops"] > 0
+    assert not any(k.startswith("perf.") and k not in ("perf.enabled", "perf.hw_available") for k in off)
 
 
 def test_run_stores_steps_and_readrandom3_drops_the_bloom_filter(tmp_path):

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace rxlab {
@@ -178,12 +179,13 @@ class Runner {
         rocksdb::SetPerfLevel(static_cast<rocksdb::PerfLevel>(s_.perf_level));
         rocksdb::get_perf_context()->Reset();
         rocksdb::get_iostats_context()->Reset();
-        PerfEvents pe;
+        std::optional<PerfEvents> pe;
+        if (s_.perf_events) pe.emplace();
         ready++;
         while (!go.load()) std::this_thread::yield();
-        pe.Start();
+        if (pe) pe->Start();
         fn(i, o);
-        o.events = pe.Stop();
+        if (pe) o.events = pe->Stop();
         if (s_.perf_level > 1) {
           ParseCounters(rocksdb::get_perf_context()->ToString(true), &o.perf_context);
           ParseCounters(rocksdb::get_iostats_context()->ToString(true), &o.iostats);

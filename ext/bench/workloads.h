@@ -36,6 +36,10 @@ struct StepSpec {
   bool disable_wal = false;
   int64_t write_rate_limit = 0;  // bytes/s of the writer in *whilewriting
   int perf_level = 1;            // rocksdb::PerfLevel (1 = off, 2 = counts, 3+ = timers)
+  // perf_event software (and hardware) counters per thread. Enabled task
+  // events add work to every context switch of the thread, so they can be
+  // turned off to measure what they cost.
+  bool perf_events = true;
   uint64_t seed = 0;             // 0: a fixed default; thread i uses seed + i
   // mixgraph (db_bench's names; defaults: the lab report's ZippyDB values)
   double mix_get_ratio = 0.85, mix_put_ratio = 0.14, mix_seek_ratio = 0.01;
