@@ -99,7 +99,13 @@ class RunSpec:
     options: str = ""              # more RocksDB options (RocksDB's syntax); these win
     use_existing_db: bool = False
     perf_level: int = 1            # 2: counts; 3: waits; 4: timers; 5: timers and CPU timers (cost CPU)
-    perf_events: bool = True       # perf_event counters per thread (they add work to each context switch)
+    # perf_event counters per reader thread (task-clock, context switches,
+    # migrations, page faults; cycles and instructions where there is a PMU).
+    # Off by default: an enabled task event adds work to every context switch
+    # of its thread, measured here (`rxlab bench-driver`) at +2.6 us of CPU per
+    # readrandom query at 1 thread and +11 us at 2, which would be charged to
+    # RocksDB. getrusage already gives CPU, context switches and page faults.
+    perf_events: bool = False
     statistics: bool = True
     seek_nexts: int = 10
     batch_size: int = 1
