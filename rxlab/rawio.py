@@ -4,8 +4,9 @@ Random (or sequential) reads or writes of `bs` bytes over a file, O_DIRECT by
 default, `numjobs` threads each keeping `iodepth` requests in flight, for
 `runtime` seconds after `ramp_time`. It is measured the way RocksDB steps
 are (latency histogram, per-thread CPU, the device's /proc/diskstats), and
-it is the denominator of io.eff. fio's engine names are accepted: sync and
-psync map to rxlab's posix engine (pread), libaio and io_uring to ours.
+it is the denominator of io.eff. fio's engine names are accepted and do what
+fio's do: sync is lseek + read (rxlab's sync engine), psync is pread (posix),
+libaio and io_uring are ours.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from . import metrics, sysinfo
 
-ENGINES = {"sync": "posix", "psync": "posix", "posix": "posix", "libaio": "libaio", "io_uring": "io_uring"}
+ENGINES = {"sync": "sync", "psync": "posix", "posix": "posix", "libaio": "libaio", "io_uring": "io_uring"}
 RW = ("randread", "read", "randwrite", "write")
 
 

@@ -732,6 +732,16 @@ def test_bad_input_one_line_error(backend, options, exc, words, tmp_path):
             assert w in str(ei2.value)
 
 
+def test_sync_engine_is_for_rxlab_fio_only(tmp_path):
+    """fio's sync engine (lseek + read) moves the file offset that RocksDB's
+    threads share: a valid engine URI (rxlab fio uses it), refused for a DB."""
+    assert rxlab.parse_uri("sync")["engine"] == "sync"
+    with pytest.raises(ValueError) as ei:
+        rxlab.open(tmp_path / "db", "sync")
+    msg = str(ei.value)
+    assert "\n" not in msg and "'sync'" in msg and "posix" in msg, msg
+
+
 @pytest.mark.parametrize("backend", ["default", "posix", "io_uring"])
 def test_path_is_a_regular_file(backend, tmp_path):
     f = tmp_path / "not_a_dir"
@@ -748,7 +758,8 @@ def test_parse_uri_good():
     assert d["engine"] == "io_uring"
     assert d["options"]["sqpoll"] == "1" and d["options"]["delay_us"] == "100"
     assert d["uri"].startswith("rxlab://io_uring?")
-    assert {e["name"] for e in rxlab.engines()} == set(ENGINES)
+    # ENGINES are those RocksDB runs on; sync (lseek + read) serves rxlab fio only
+    assert {e["name"] for e in rxlab.engines()} == {*ENGINES, "sync"}
 
 
 def test_closed_db_raises(tmp_path):

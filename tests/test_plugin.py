@@ -114,6 +114,7 @@ def test_multireadrandom_batched(tmp_path, engine):
     ("rxlab://posix?powerloss=2", "powerloss"),
     ("rxlab://libaio?depth=0", "depth"),
     ("rxlab://io_uring?sqpoll", "sqpoll"),
+    ("rxlab://sync", "sync"),  # rxlab fio's lseek+read engine: not for RocksDB
 ])
 def test_bad_uri_one_line(tmp_path, uri, bad_part):
     proc = run_db_bench([f"--fs_uri={uri}", f"--db={tmp_path / 'db'}", "--benchmarks=fillseq",

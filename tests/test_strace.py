@@ -101,3 +101,34 @@ def test_counters_agree_with_strace(tmp_path, uri, benchmark, extra):
     if engine != "posix":
         assert ours["sys.pread64.count"] == 0, table
         assert traced.get("pread64", 0) <= TOLERANCE * sum(traced.get(n, 0) for n in COMPARED[engine]), table
+
+
+@pytest.mark.parametrize(("ioengine", "calls"), [("sync", ("lseek", "read")), ("psync", ("pread64",))])
+def test_rxlab_fio_engines_make_fios_system_calls(tmp_path, ioengine, calls):
+    """rxlab fio's sync is fio's (lseek, then read: two system calls per random
+    read) and psync is pread: strace, restricted to the data file, sees exactly
+    the calls rxlab counted, and only those."""
+    import json
+    import subprocess
+    import sys
+
+    data, spath = tmp_path / "data.bin", tmp_path / "strace.txt"
+    code = ("import json, sys; from rxlab import rawio; "
+            f"r = rawio.run({str(data)!r}, bs='8k', size='4m', ioengine={ioengine!r}, runtime=0.5, ramp_time=0)[-1]; "
+            "print(json.dumps({'ops': r['ops'], 'syscalls': r['syscalls']}))")
+    from rxlab import rawio
+
+    rawio.layout(data, 4 << 20)  # outside the trace: laying out writes the file
+    proc = subprocess.run(["strace", "-f", "-c", "-o", str(spath), "-P", str(data),
+                           "-e", "trace=lseek,read,pread64,write,pwrite64", sys.executable, "-c", code],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ours = json.loads(proc.stdout.strip().splitlines()[-1])
+    traced = parse_strace_summary(spath.read_text())
+    assert ours["ops"] > 100, ours
+    assert set(traced) <= set(calls), traced  # nothing else touched the file's data
+    # a random offset equal to where the last read ended (1 in 512 here) needs no seek, as in fio
+    assert traced[calls[-1]] == ours["ops"], (traced, ours)
+    assert sum(traced.values()) == ours["syscalls"], (traced, ours)
+    if ioengine == "sync":
+        assert 0.95 * ours["ops"] <= traced["lseek"] <= ours["ops"], traced

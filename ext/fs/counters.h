@@ -25,7 +25,10 @@ namespace rxlab {
   X(ftruncate)            \
   X(fallocate)            \
   X(readahead)            \
-  X(fadvise64)
+  X(fadvise64)           \
+  X(lseek)               \
+  X(read)                \
+  X(write)
 
 enum Sys : int {
 #define RXLAB_ENUM(n) kSys_##n,

@@ -6,7 +6,7 @@
 // and the write calls into these operations once, for every engine.
 //
 // Adding an engine: a new file that defines one EngineDef, plus one line in
-// engines.cc.
+// engines.cc (and the file in CMakeLists.txt's rxfs list).
 #pragma once
 
 #include <cstddef>
@@ -105,6 +105,9 @@ struct EngineDef {
   // One engine instance per thread (and a second one for async reads).
   std::unique_ptr<Engine> (*create)(const Config& cfg, ThreadCounters* counters,
                                     std::string* err);
+  // True if the engine needs a file descriptor of its own (it moves the file
+  // offset): rxlab fio only, never RocksDB, whose threads share one.
+  bool owns_fd_only = false;
 };
 
 // The registry (engines.cc).

@@ -12,12 +12,14 @@ namespace rxlab {
 extern const EngineDef kPosixEngine;
 extern const EngineDef kLibaioEngine;
 extern const EngineDef kIoUringEngine;
+extern const EngineDef kSyncEngine;
 
 const std::vector<const EngineDef*>& Engines() {
   static const std::vector<const EngineDef*> all = {
       &kPosixEngine,
       &kLibaioEngine,
       &kIoUringEngine,
+      &kSyncEngine,
   };
   return all;
 }

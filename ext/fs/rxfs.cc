@@ -905,6 +905,11 @@ class RxWritableFile final : public FSWritableFile {
 std::shared_ptr<RxFileSystem> RxFileSystem::Create(const std::string& uri, std::string* err) {
   Config cfg;
   if (!ParseUri(uri, &cfg, err)) return nullptr;
+  if (FindEngine(cfg.engine)->owns_fd_only) {
+    *err = "engine '" + cfg.engine + "' moves the file offset, which RocksDB's threads share: it serves " +
+           "rxlab fio only; use posix (pread/pwrite) for RocksDB";
+    return nullptr;
+  }
   auto fs = std::make_shared<RxFileSystem>(std::move(cfg));
   std::lock_guard<std::mutex> l(g_live_mu);
   g_live.erase(std::remove_if(g_live.begin(), g_live.end(), [](auto& w) { return w.expired(); }),
