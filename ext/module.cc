@@ -370,6 +370,8 @@ PYBIND11_MODULE(_core, m) {
     out["bytes"] = r.bytes;
     out["wall_s"] = r.wall_s;
     out["start_mono_s"] = r.start_mono_s;
+    out["worker_user_s"] = r.worker_user_s;
+    out["worker_sys_s"] = r.worker_sys_s;
     out["writer_ops"] = r.writer_ops;
     py::list hs;
     for (auto& h : r.histograms) {

@@ -229,11 +229,12 @@ def _bench_driver(a):
     from pathlib import Path
 
     from .backends_bench import default_root
-    from .driver_bench import main as run, summarize
+    from .driver_bench import PARTS, main as run, summarize
 
     root = Path(a.dir) if a.dir else default_root()
-    df = run(root, duration=a.duration, repeats=a.repeats, fio_runtime=a.fio_runtime, quiet=a.quiet)
-    out = root / "driver-bench.csv"
+    parts = tuple(a.only.split(",")) if a.only else PARTS
+    df = run(root, duration=a.duration, repeats=a.repeats, fio_runtime=a.fio_runtime, quiet=a.quiet, parts=parts)
+    out = root / ("driver-bench.csv" if set(parts) == set(PARTS) else f"driver-bench-{'-'.join(parts)}.csv")
     df.to_csv(out, index=False)
     print(summarize(df))
     print(f"\nper-repetition rows: {out}")
@@ -344,6 +345,7 @@ def main(argv=None) -> int:
     bd.add_argument("--duration", type=int, default=10)
     bd.add_argument("--fio-runtime", type=int, default=10)
     bd.add_argument("--repeats", type=int, default=3)
+    bd.add_argument("--only", help="readrandom or fio (default: both)")
     bd.add_argument("--quiet", action="store_true")
     bd.set_defaults(fn=_bench_driver)
     r = sub.add_parser("runs", help="list stored runs")

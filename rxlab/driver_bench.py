@@ -38,7 +38,15 @@ def _rxlab(db: Path, num: int, threads: int, duration: int, perf_events: bool = 
         sess.close()
 
 
-def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10, quiet: bool = False):
+PARTS = ("readrandom", "fio")
+
+
+def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10, quiet: bool = False,
+         parts: tuple[str, ...] = PARTS):
+    """Run the benchmark's `parts` (readrandom: rxlab vs db_bench; fio: rxlab fio vs fio)."""
+    bad = [p for p in parts if p not in PARTS]
+    if bad or not parts:
+        raise ValueError(f"parts {', '.join(bad) or '(none)'}: allowed are {', '.join(PARTS)}")
     b = Bench(root, duration=duration, repeats=repeats, quiet=quiet)
     db = root / "db-aligned"
     b.load(db, True, b.size_gib)
@@ -60,7 +68,7 @@ def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10
     tools = (("db_bench", _db_bench), ("rxlab", _rxlab),
              (RXLAB_PERF, lambda *a: _rxlab(*a, perf_events=True)))
 
-    for rep in range(repeats):
+    for rep in range(repeats if "readrandom" in parts else 0):
         for threads in (1, 2):
             for tool, fn in flip(tools, rep):
                 r = fn(db, b.num, threads, duration)
@@ -72,7 +80,7 @@ def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10
                 log(f"  readrandom t={threads} {tool:8} rep {rep}: {sc['qps']:8.0f} qps, "
                     f"{sc['cpuPer']:5.1f} us CPU/op, found {r.get('found')}/{r['ops']}")
     fio_file = root / "fio-2g.dat"
-    for rep in range(repeats):
+    for rep in range(repeats if "fio" in parts else 0):
         for eng, qd in (("sync", 1), ("libaio", 32), ("io_uring", 32)):
             results = {}
             for tool in flip(("rxlab fio", "fio"), rep):
@@ -115,6 +123,8 @@ def summarize(df: pd.DataFrame) -> str:
     out = [table.round(1).to_string(index=False), "",
            "targets (medians; paired: median of per-repetition ratios [95% bootstrap interval]):"]
     for t in (1, 2):
+        if ("readrandom", t, "rxlab") not in med.index:
+            continue
         r, d = med.loc[("readrandom", t, "rxlab")], med.loc[("readrandom", t, "db_bench")]
         out.append(f"  readrandom t={t}: rxlab/db_bench QPS {r.qps / d.qps:.3f} (target >= 1.00) "
                    f"{'MET' if r.qps >= d.qps else 'MISSED'}; CPU/op {r.cpuPer:.1f} vs {d.cpuPer:.1f} us "

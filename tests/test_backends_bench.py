@@ -69,3 +69,16 @@ def test_driver_bench_pairs_tools_by_repetition():
     assert list(r.round(3)) == [2.0, 0.9, 1.1]       # per repetition, not medians of each tool
     assert r.median() == pytest.approx(1.1)
     assert (driver_bench.paired_ratios(df, "readrandom", 1, "rxlab", "db_bench", "cpuPer") == 0.5).all()
+
+
+def test_driver_bench_parts(tmp_path):
+    from rxlab import driver_bench
+
+    with pytest.raises(ValueError, match="bogus.*readrandom, fio"):
+        driver_bench.main(tmp_path, parts=("bogus",))
+    assert not any(tmp_path.iterdir())  # refused before any DB was loaded
+    # a fio-only run summarizes without the readrandom section
+    rows = [{"section": "fio sync qd1", "tool": t, "threads": 1, "rep": rep, "qps": q, "cpuPer": 20.0}
+            for rep in range(2) for t, q in (("rxlab fio", 100.0 + rep), ("fio", 100.0))]
+    text = driver_bench.summarize(pd.DataFrame(rows))
+    assert "readrandom" not in text and "fio sync qd1: rxlab fio" in text

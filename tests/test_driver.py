@@ -340,6 +340,10 @@ def test_ops_series_and_perf_events(open_session):
     else:
         assert math.isnan(row["perf.cycles"]) and math.isnan(row["perf.instructions"])
     assert row["perf.enabled"] is True
+    # the reader's own CPU is part of the process's, and most of it over 3 s
+    worker = row["worker_cpu_user_s"] + row["worker_cpu_sys_s"]
+    process = row["cpu_user_s"] + row["cpu_sys_s"]
+    assert 0 < worker <= process * 1.01, (worker, process)
     # perf_events=False (the default: they cost CPU) opens none
     off = step(s, "readrandom", duration=0.5, perf_events=False)
     assert off["perf.enabled"] is False and off["ops"] > 0

@@ -7,11 +7,13 @@
 #include <rocksdb/perf_level.h>
 #include <rocksdb/write_batch.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -143,8 +145,16 @@ void ParseCounters(const std::string& s, std::map<std::string, uint64_t>* out) {
   }
 }
 
+double ThreadCpuS(bool user) {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  const timeval& t = user ? ru.ru_utime : ru.ru_stime;
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+}
+
 struct ThreadOut {
   int64_t ops = 0, calls = 0, found = 0, bytes = 0;
+  double user_s = 0, sys_s = 0;  // this worker's own CPU during fn
   std::unique_ptr<LatencyHistogram> hist[kNumOps];
   std::map<std::string, uint64_t> perf_context, iostats;
   std::vector<int64_t> events;
@@ -184,14 +194,21 @@ class Runner {
         ready++;
         while (!go.load()) std::this_thread::yield();
         if (pe) pe->Start();
+        double u0 = ThreadCpuS(true), s0 = ThreadCpuS(false);
         fn(i, o);
+        o.user_s = ThreadCpuS(true) - u0;
+        o.sys_s = ThreadCpuS(false) - s0;
         if (pe) o.events = pe->Stop();
         if (s_.perf_level > 1) {
           ParseCounters(rocksdb::get_perf_context()->ToString(true), &o.perf_context);
           ParseCounters(rocksdb::get_iostats_context()->ToString(true), &o.iostats);
         }
         rocksdb::SetPerfLevel(rocksdb::kDisable);
-        done_++;
+        {
+          std::lock_guard<std::mutex> g(done_mu_);
+          done_++;
+        }
+        done_cv_.notify_all();
       });
     }
     while (ready.load() < n) std::this_thread::yield();
@@ -202,15 +219,21 @@ class Runner {
     go = true;
     // 1 Hz series of completed operations (warm-up and stalls show up).
     uint64_t next = t0 + 1000000000ull;
-    while (done_.load() < n) {
-      uint64_t now = MonoNs();
-      if (now >= next) {
-        int64_t sum = 0;
-        for (auto& o : outs_) sum += o->progress.load(std::memory_order_relaxed);
-        res->ops_series.emplace_back(static_cast<double>(now) / 1e9, sum);
-        next += 1000000000ull;
+    // The main thread sleeps until the next second or the last worker's end
+    // (not a polling loop: its wake-ups would be CPU charged to the step).
+    {
+      std::unique_lock<std::mutex> lk(done_mu_);
+      while (done_.load() < n) {
+        std::chrono::steady_clock::time_point at{std::chrono::nanoseconds(next)};
+        done_cv_.wait_until(lk, at, [&] { return done_.load() >= n; });
+        uint64_t now = MonoNs();
+        if (now >= next) {
+          int64_t sum = 0;
+          for (auto& o : outs_) sum += o->progress.load(std::memory_order_relaxed);
+          res->ops_series.emplace_back(static_cast<double>(now) / 1e9, sum);
+          next += 1000000000ull;
+        }
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     for (auto& t : ts) t.join();
     res->wall_s = static_cast<double>(MonoNs() - t0) / 1e9;
@@ -491,6 +514,8 @@ class Runner {
       res->calls += o->calls;
       res->found += o->found;
       res->bytes += o->bytes;
+      res->worker_user_s += o->user_s;
+      res->worker_sys_s += o->sys_s;
       for (int i = 0; i < kNumOps; i++) merged[i].Merge(*o->hist[i]);
       for (auto& [k, v] : o->perf_context) res->perf_context[k] += v;
       for (auto& [k, v] : o->iostats) res->iostats_context[k] += v;
@@ -523,6 +548,8 @@ class Runner {
   rocksdb::WriteOptions wo_;
   std::vector<std::unique_ptr<ThreadOut>> outs_;
   std::atomic<int> done_{0};
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
   std::atomic<bool> stop_writer_{false};
   std::atomic<int64_t> writer_ops_{0};
 };

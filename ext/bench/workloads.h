@@ -69,6 +69,10 @@ struct StepResult {
   int64_t bytes = 0;        // key+value bytes read or written
   double wall_s = 0;
   double start_mono_s = 0;  // CLOCK_MONOTONIC, to line up with system samples
+  // CPU of the worker threads alone (getrusage RUSAGE_THREAD around each
+  // one's loop): process CPU minus this is the harness's own (the waiting
+  // main thread, the Python sampler, setup and teardown).
+  double worker_user_s = 0, worker_sys_s = 0;
   std::vector<OpHistogram> histograms;
   std::map<std::string, uint64_t> perf_context;     // summed over worker threads
   std::map<std::string, uint64_t> iostats_context;
