@@ -279,6 +279,18 @@ def paired(root: Path, pairs: dict | None = None, reps: int = 8, duration: float
     return pd.DataFrame(rows)
 
 
+def merge_paired_csv(path: Path, new: pd.DataFrame) -> pd.DataFrame:
+    """Write `new` into the pairs file at `path`: its pairs replace theirs, other pairs are kept
+    (a run of some pairs with --only does not erase the others' last measurement)."""
+    path = Path(path)
+    if path.is_file():
+        old = pd.read_csv(path)
+        if "pair" in old.columns:
+            new = pd.concat([old[~old["pair"].isin(set(new["pair"]))], new], ignore_index=True)
+    new.to_csv(path, index=False)
+    return new
+
+
 def median_interval(values, level: float = 0.95, draws: int = 4000, seed: int = 0) -> tuple[float, float]:
     """Percentile-bootstrap interval of the median: how well n noisy pairs pin it down."""
     import numpy as np

@@ -213,7 +213,7 @@ def _show(a):
 def _bench_paired(a):
     from pathlib import Path
 
-    from .backends_bench import default_root, paired, select_pairs, summarize_paired
+    from .backends_bench import default_root, merge_paired_csv, paired, select_pairs, summarize_paired
 
     if a.reps < 2 or a.duration <= 0:
         raise ValueError(f"bench-paired --reps {a.reps} --duration {a.duration}: "
@@ -221,7 +221,8 @@ def _bench_paired(a):
     pairs = select_pairs(a.only)
     root = Path(a.dir) if a.dir else default_root()
     pdf = paired(root, pairs=pairs, reps=a.reps, duration=a.duration, quiet=a.quiet)
-    pdf.to_csv(root / "backends-paired.csv", index=False)
+    out = root / "backends-paired.csv"
+    merge_paired_csv(out, pdf)
     print(summarize_paired(pdf))
 
 

@@ -82,3 +82,15 @@ def test_driver_bench_parts(tmp_path):
             for rep in range(2) for t, q in (("rxlab fio", 100.0 + rep), ("fio", 100.0))]
     text = driver_bench.summarize(pd.DataFrame(rows))
     assert "readrandom" not in text and "fio sync qd1: rxlab fio" in text
+
+
+def test_merge_paired_csv_keeps_other_pairs(tmp_path):
+    from rxlab.backends_bench import merge_paired_csv
+
+    path = tmp_path / "pairs.csv"
+    first = pd.DataFrame({"pair": ["a", "a", "b"], "rep": [0, 1, 0], "qps": [1.0, 2.0, 3.0]})
+    merge_paired_csv(path, first)
+    merged = merge_paired_csv(path, pd.DataFrame({"pair": ["b", "b"], "rep": [0, 1], "qps": [9.0, 8.0]}))
+    back = pd.read_csv(path)
+    assert list(back["pair"]) == ["a", "a", "b", "b"] and list(back["qps"]) == [1.0, 2.0, 9.0, 8.0]
+    assert back.equals(merged)
