@@ -233,6 +233,14 @@ def _bench_driver(a):
     from .driver_bench import PARTS, main as run, summarize
 
     root = Path(a.dir) if a.dir else default_root()
+    if a.profile:
+        from .driver_bench import profile, summarize_profile
+
+        for t in (1, 2):
+            prof = profile(root, threads=t, duration=a.duration, quiet=a.quiet)
+            prof.to_csv(root / f"driver-profile-t{t}.csv")
+            print(f"readrandom t={t}:\n{summarize_profile(prof)}\n")
+        return
     parts = tuple(a.only.split(",")) if a.only else PARTS
     df = run(root, duration=a.duration, repeats=a.repeats, fio_runtime=a.fio_runtime, quiet=a.quiet, parts=parts)
     out = root / ("driver-bench.csv" if set(parts) == set(PARTS) else f"driver-bench-{'-'.join(parts)}.csv")
@@ -347,6 +355,8 @@ def main(argv=None) -> int:
     bd.add_argument("--fio-runtime", type=int, default=10)
     bd.add_argument("--repeats", type=int, default=3)
     bd.add_argument("--only", help="readrandom or fio (default: both)")
+    bd.add_argument("--profile", action="store_true",
+                    help="instead: each tool's readrandom under perf record, the readers' CPU per op by symbol")
     bd.add_argument("--quiet", action="store_true")
     bd.set_defaults(fn=_bench_driver)
     r = sub.add_parser("runs", help="list stored runs")

@@ -4,9 +4,16 @@ On the backends benchmark's DB (>= 2 GiB, loaded and compacted by db_bench,
 so this also shows rxlab reading a db_bench DB), readrandom at 1 and 2
 threads with the same flags, alternated and repeated; then rxlab fio against
 real fio (sync qd1, libaio and io_uring qd32). Medians with the spread.
+
+On a shared VM, process CPU per op drifts by 10-20% between runs seconds
+apart, most of it in the kernel's share (the virtio doorbell's VM exit,
+iowrite16, is about a quarter of a read's CPU here). `profile` answers the
+narrower question of what the driver itself costs: the reader threads' CPU
+per op by leaf symbol under perf, rxlab's loop beside db_bench's.
 """
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -145,4 +152,120 @@ def summarize(df: pd.DataFrame) -> str:
                    f"(target within 5%) {'MET' if abs(o.qps / f.qps - 1) <= 0.05 else 'MISSED'}; "
                    f"CPU/IO {o.cpuPer:.1f} vs {f.cpuPer:.1f} us")
         out.append(f"      IOPS {_interval(paired_ratios(df, sec, 1, 'rxlab fio', 'fio'))}")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------ where a reader's CPU goes
+
+_RXLAB_STEP = """
+import json, sys
+from pathlib import Path
+from rxlab import driver_bench
+r = driver_bench._rxlab(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
+print("RXLAB-OPS " + json.dumps({"ops": r["ops"], "wall_s": r["wall_s"]}))
+"""
+
+
+def _reader_leaf_ns(data: Path, threads: int) -> tuple[dict[str, int], int]:
+    """Sampled ns per leaf symbol in the `threads` busiest reader threads of a perf.data."""
+    from collections import Counter
+
+    from . import cpu_breakdown as cb
+
+    samples = cb.parse_script(cb.perf_script(data))
+    per_thread: Counter = Counter()
+    for s in samples:
+        per_thread[s.tid] += s.period
+    # The busiest threads that ran RocksDB code: the readers (a process's main thread also
+    # runs RocksDB while it opens the DB, for much less time than a step).
+    readers = set(sorted(cb.reader_threads(samples), key=lambda t: -per_thread[t])[:threads])
+    leaf: Counter = Counter()
+    for s in samples:
+        if s.tid in readers:
+            leaf[s.frames[0] if s.frames else "[no frame]"] += s.period
+    return dict(leaf), len(readers)
+
+
+def profile(root: Path, threads: int = 1, duration: float = 8, frequency: int = 2999,
+            quiet: bool = False) -> pd.DataFrame:
+    """readrandom once per tool under `perf record -e cpu-clock` (a software event: it works on
+    these VMs), on the benchmark's DB: the reader threads' sampled CPU per operation by leaf
+    symbol (us/op), rxlab beside db_bench. Process CPU from getrusage also counts the threads
+    around the readers and drifts with the host; this compares the readers' own work."""
+    import subprocess
+    import tempfile
+
+    from . import cpu_breakdown as cb
+
+    perf = cb.perf_support()
+    if perf.path is None or not perf.cpu_clock:
+        raise RuntimeError(f"bench-driver --profile needs perf with the cpu-clock event: {perf.path or 'perf not installed'}")
+    if threads < 1 or duration <= 0:
+        raise ValueError(f"threads={threads}, duration={duration}: need threads >= 1 and duration > 0")
+    db = Path(root) / "db-aligned"
+    if not (db / "rxlab-loaded").is_file():
+        raise FileNotFoundError(f"no benchmark DB at {db}: run `rxlab bench-driver` or `rxlab bench-backends` first")
+    num = int((db / "rxlab-loaded").read_text().split()[0].split("=")[1])
+    flags = {**COMMON, "db": str(db), "benchmarks": "readrandom", "use_existing_db": 1, "num": num,
+             "threads": threads, "duration": int(duration)}
+    commands = {
+        "rxlab": [sys.executable, "-c", _RXLAB_STEP, str(db), str(num), str(threads), str(duration)],
+        "db_bench": [str(active_build() / "bin" / "db_bench"), *refs._flag_list(flags)],
+    }
+    cols = {}
+    with tempfile.TemporaryDirectory(prefix="rxlab-profile-") as tmp:
+        for tool, cmd in commands.items():
+            data = Path(tmp) / f"{tool}.data"
+            p = subprocess.run([perf.path, "record", "-q", "-e", "cpu-clock", "-F", str(frequency), "-g",
+                                "-o", str(data), "--", *cmd], capture_output=True, text=True,
+                               timeout=duration * 10 + 120)
+            if p.returncode != 0:
+                raise RuntimeError(f"{tool} under perf record failed (exit {p.returncode}): "
+                                   f"{(p.stderr.strip() or p.stdout.strip())[-300:]}")
+            if tool == "rxlab":
+                import json
+
+                line = next(ln for ln in p.stdout.splitlines() if ln.startswith("RXLAB-OPS "))
+                ops = json.loads(line.split(" ", 1)[1])["ops"]
+            else:
+                ops = refs.parse_db_bench(p.stdout)[-1]["ops"]
+            leaf, n = _reader_leaf_ns(data, threads)
+            if n < threads:
+                raise RuntimeError(f"{tool}: found {n} reader thread(s) in the samples, expected {threads}")
+            cols[tool] = pd.Series(leaf, dtype=float) / 1e3 / ops
+            if not quiet:
+                print(f"  profiled {tool}: {ops} ops, reader CPU {cols[tool].sum():.1f} us/op sampled",
+                      file=sys.stderr, flush=True)
+    df = pd.DataFrame(cols).fillna(0.0)
+    df["diff"] = df["rxlab"] - df["db_bench"]
+    df.index.name = "symbol"
+    return df.sort_values("diff")
+
+
+# Leaf symbols of the drivers' own loops (not RocksDB's read path, not the kernel): rxlab's
+# module (its symbols are not exported, so perf names the file), db_bench's benchmark loop,
+# its stats and histograms, its key generator's random numbers, and the clock reads of both.
+HARNESS_LEAF = re.compile(r"_core\.cpython|rxlab::|rocksdb::Benchmark|rocksdb::Stats|rocksdb::Histogram|"
+                          r"rocksdb::Random|mersenne_twister|rocksdb::SetPerfLevel|__vdso_(clock_gettime|gettimeofday)")
+
+
+def summarize_profile(df: pd.DataFrame, n: int = 8) -> str:
+    from . import cpu_breakdown as cb
+
+    kernel = [s for s in df.index if cb.is_system_frame(s) and not HARNESS_LEAF.search(s)]
+    harness = [s for s in df.index if HARNESS_LEAF.search(s)]
+    tot = df[["rxlab", "db_bench"]].sum()
+    ker = df.loc[kernel, ["rxlab", "db_bench"]].sum()
+    own = df.loc[harness, ["rxlab", "db_bench"]].sum()
+    out = [f"reader threads' sampled CPU per op: rxlab {tot.rxlab:.2f} us vs db_bench {tot.db_bench:.2f} us "
+           f"({tot.rxlab / tot.db_bench:.3f}); kernel+libc {ker.rxlab:.2f} vs {ker.db_bench:.2f} us",
+           f"the drivers' own loops (leaf symbols: {len(harness)}): rxlab {own.rxlab:.2f} vs db_bench "
+           f"{own.db_bench:.2f} us/op; RocksDB and the rest {tot.rxlab - ker.rxlab - own.rxlab:.2f} vs "
+           f"{tot.db_bench - ker.db_bench - own.db_bench:.2f} us/op",
+           f"largest differences (us/op, rxlab - db_bench), {n} each way:"]
+    shown = pd.concat([df.head(n), df.tail(n)]).drop_duplicates()
+    for sym, r in shown.iterrows():
+        out.append(f"  {r['diff']:+6.2f}  {r.rxlab:6.2f}  {r.db_bench:6.2f}  {sym[:100]}")
+    top = df.sort_values("db_bench", ascending=False).head(3)
+    out.append("heaviest leaves in db_bench: " + ", ".join(f"{s} {v:.1f} us" for s, v in top["db_bench"].items()))
     return "\n".join(out)

@@ -94,3 +94,32 @@ def test_merge_paired_csv_keeps_other_pairs(tmp_path):
     back = pd.read_csv(path)
     assert list(back["pair"]) == ["a", "a", "b", "b"] and list(back["qps"]) == [1.0, 2.0, 9.0, 8.0]
     assert back.equals(merged)
+
+
+def test_driver_profile_compares_the_readers(tmp_path):
+    """Both tools' readrandom under perf record on one small DB (written by rxlab, read by
+    db_bench too): the readers' sampled CPU per op by leaf symbol, RocksDB's code in both."""
+    from rxlab import cpu_breakdown, driver, driver_bench
+    from rxlab.backends_bench import KEY_SIZE, VALUE_SIZE
+
+    if not cpu_breakdown.perf_support().cpu_clock:
+        pytest.skip("perf's cpu-clock event does not work here")
+    db, num = tmp_path / "db-aligned", 20000
+    spec = driver.RunSpec(db=str(db), num=num, key_size=KEY_SIZE, value_size=VALUE_SIZE, cache_size=64 << 10,
+                          steps=[{"name": "fillseq", "disable_wal": True}, "flush"])
+    sess = driver.Session(spec)
+    try:
+        for st in spec.steps:
+            sess.run_step(st if isinstance(st, dict) else {"name": st})
+    finally:
+        sess.close()
+    (db / "rxlab-loaded").write_text(f"num={num} block_align=True\n")
+    with pytest.raises(ValueError, match="threads=0"):
+        driver_bench.profile(tmp_path, threads=0)
+    prof = driver_bench.profile(tmp_path, threads=1, duration=1, quiet=True)
+    assert (prof[["rxlab", "db_bench"]].sum() > 0).all(), prof
+    for tool in ("rxlab", "db_bench"):
+        assert any(s.startswith("rocksdb::") for s in prof.index[prof[tool] > 0]), prof[tool]
+    assert (prof["diff"] == prof["rxlab"] - prof["db_bench"]).all()
+    text = driver_bench.summarize_profile(prof)
+    assert "reader threads' sampled CPU per op: rxlab" in text and "drivers' own loops" in text
