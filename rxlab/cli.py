@@ -230,7 +230,8 @@ def _bench_driver(a):
     from pathlib import Path
 
     from .backends_bench import default_root
-    from .driver_bench import PARTS, main as run, summarize
+    from .driver_bench import PARTS, summarize
+    from .driver_bench import main as run
 
     root = Path(a.dir) if a.dir else default_root()
     if a.profile:

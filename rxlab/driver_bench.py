@@ -48,7 +48,7 @@ def _rxlab(db: Path, num: int, threads: int, duration: int, perf_events: bool = 
 PARTS = ("readrandom", "fio")
 
 
-def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10, quiet: bool = False,
+def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10, quiet: bool = False, *,
          parts: tuple[str, ...] = PARTS):
     """Run the benchmark's `parts` (readrandom: rxlab vs db_bench; fio: rxlab fio vs fio)."""
     bad = [p for p in parts if p not in PARTS]
@@ -216,7 +216,7 @@ def profile(root: Path, threads: int = 1, duration: float = 8, frequency: int = 
     with tempfile.TemporaryDirectory(prefix="rxlab-profile-") as tmp:
         for tool, cmd in commands.items():
             data = Path(tmp) / f"{tool}.data"
-            p = subprocess.run([perf.path, "record", "-q", "-e", "cpu-clock", "-F", str(frequency), "-g",
+            p = subprocess.run(check=False, args=[perf.path, "record", "-q", "-e", "cpu-clock", "-F", str(frequency), "-g",
                                 "-o", str(data), "--", *cmd], capture_output=True, text=True,
                                timeout=duration * 10 + 120)
             if p.returncode != 0:

@@ -74,7 +74,7 @@ def test_driver_bench_pairs_tools_by_repetition():
 def test_driver_bench_parts(tmp_path):
     from rxlab import driver_bench
 
-    with pytest.raises(ValueError, match="bogus.*readrandom, fio"):
+    with pytest.raises(ValueError, match=r"bogus.*readrandom, fio"):
         driver_bench.main(tmp_path, parts=("bogus",))
     assert not any(tmp_path.iterdir())  # refused before any DB was loaded
     # a fio-only run summarizes without the readrandom section
