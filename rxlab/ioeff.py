@@ -44,6 +44,7 @@ import pandas as pd
 
 from . import figures, metrics, model, published, store, study
 from . import params as checks
+from .sysinfo import work_space
 
 __all__ = [
     "PUBLISHED", "SCALES", "SEED_TESTS", "Comparison", "Params", "Settings", "StudyResult", "background_io",
@@ -241,10 +242,7 @@ class Params(checks.Checked):
     def settings(self) -> Settings:
         """The scale resolved here: key count, sizes, durations, repeats; checks the free disk."""
         sc = SCALES[self.scale]
-        work = Path(self.db_dir) if self.db_dir is not None else Path(tempfile.gettempdir())
-        from .sysinfo import _existing
-
-        free = shutil.disk_usage(_existing(work)).free
+        work, free = work_space(self.db_dir)
         entry = KEY_SIZE + self.value_size
         if self.db_size is not None:
             num = max(1, _bytes(self.db_size) // entry)

@@ -42,6 +42,7 @@ import pandas as pd
 
 from . import figures, metrics, model, store, study
 from . import params as checks
+from .sysinfo import work_space
 
 __all__ = ["CONFIGS", "LADDER", "SCALES", "SIDE", "TARGET", "Config", "Params", "Settings", "StudyResult",
            "accounting", "config_table", "fig_ioeff", "fig_latency", "findings", "held_out", "held_out_by_config",
@@ -182,10 +183,7 @@ class Params(checks.Checked):
 
     def settings(self) -> Settings:
         sc = SCALES[self.scale]
-        work = Path(self.db_dir) if self.db_dir is not None else Path(tempfile.gettempdir())
-        from .sysinfo import _existing
-
-        free = shutil.disk_usage(_existing(work)).free
+        work, free = work_space(self.db_dir)
         db_bytes = sc.num * (KEY_SIZE + VALUE_SIZE)
         need = 2 * db_bytes + sc.fio_size
         if need > free:

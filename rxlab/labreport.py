@@ -45,6 +45,7 @@ import pandas as pd
 
 from . import figures, metrics, published, store, study
 from . import params as checks
+from .sysinfo import work_space
 
 __all__ = [
     "DEVICE_CASES", "ENGINES", "PERCENTILES", "PUBLISHED", "SCALES", "SEED_FILE", "Params", "Settings",
@@ -251,10 +252,7 @@ class Params(checks.Checked):
 
     def settings(self) -> Settings:
         sc = SCALES[self.scale]
-        work = Path(self.db_dir) if self.db_dir is not None else Path(tempfile.gettempdir())
-        from .sysinfo import _existing
-
-        free = shutil.disk_usage(_existing(work)).free
+        work, free = work_space(self.db_dir)
         db_bytes = sc.num * (KEY_SIZE + VALUE_SIZE)
         need = 3 * db_bytes  # the DB (uncompressed at worst) and its compactions' copies
         if need > free:

@@ -77,6 +77,15 @@ def _read_int(path: str | Path) -> int | None:
         return None
 
 
+def work_space(db_dir: str | os.PathLike | None) -> tuple[Path, int]:
+    """Where a study's DB goes (db_dir, or the temporary directory) and the bytes free there."""
+    import shutil
+    import tempfile
+
+    work = Path(db_dir) if db_dir is not None else Path(tempfile.gettempdir())
+    return work, shutil.disk_usage(_existing(work)).free
+
+
 def _existing(path: str | os.PathLike) -> Path:
     """The path itself or its nearest existing parent (the DB may not exist yet)."""
     p = Path(os.path.abspath(os.fspath(path)))

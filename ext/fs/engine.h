@@ -74,6 +74,16 @@ class Engine {
   virtual bool synchronous() const { return false; }
 };
 
+// An engine whose Queue() always does the IO itself (posix, sync): nothing is
+// ever queued, so committing and reaping have nothing to do.
+class SynchronousEngine : public Engine {
+ public:
+  int Commit(int) override { return 0; }
+  int Reap(int, int, IoReq**, int64_t) override { return 0; }
+  int Depth() const override { return 1; }
+  bool synchronous() const override { return true; }
+};
+
 // Options in a URI, with their parsed values. Every option an engine or the
 // adapter accepts is declared with a default and a one-line help.
 struct OptionDef {

@@ -9,7 +9,7 @@
 namespace rxlab {
 namespace {
 
-class PosixEngine final : public Engine {
+class PosixEngine final : public SynchronousEngine {
  public:
   explicit PosixEngine(ThreadCounters* c) : c_(c) {}
 
@@ -25,10 +25,6 @@ class PosixEngine final : public Engine {
     r->res = n < 0 ? -errno : n;
     return QueueResult::kCompleted;
   }
-  int Commit(int) override { return 0; }
-  int Reap(int, int, IoReq**, int64_t) override { return 0; }
-  int Depth() const override { return 1; }
-  bool synchronous() const override { return true; }
 
  private:
   ThreadCounters* c_;

@@ -13,7 +13,7 @@
 namespace rxlab {
 namespace {
 
-class SyncEngine final : public Engine {
+class SyncEngine final : public SynchronousEngine {
  public:
   explicit SyncEngine(ThreadCounters* c) : c_(c) {}
 
@@ -46,10 +46,6 @@ class SyncEngine final : public Engine {
     pos_ = r->offset + static_cast<uint64_t>(n < 0 ? 0 : n);
     return QueueResult::kCompleted;
   }
-  int Commit(int) override { return 0; }
-  int Reap(int, int, IoReq**, int64_t) override { return 0; }
-  int Depth() const override { return 1; }
-  bool synchronous() const override { return true; }
 
  private:
   ThreadCounters* c_;
