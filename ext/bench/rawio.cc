@@ -19,13 +19,6 @@
 namespace rxlab {
 namespace {
 
-double ThreadCpu(bool user) {
-  rusage ru{};
-  getrusage(RUSAGE_THREAD, &ru);
-  const timeval& t = user ? ru.ru_utime : ru.ru_stime;
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
-}
-
 struct Slot {
   IoReq io;
   uint64_t deadline = 0;
@@ -80,7 +73,7 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
     free_slots.push_back(&sl);
   }
   std::vector<IoReq*> reaped(static_cast<size_t>(depth));
-  double u0 = ThreadCpu(true), s0 = ThreadCpu(false);
+  double u0 = ThreadCpuSeconds(true), s0 = ThreadCpuSeconds(false);
   uint64_t t0 = MonoNs(), end = t0 + static_cast<uint64_t>(s.runtime * 1e9);
   int inflight = 0, since_submit = 0;
   auto finish = [&](Slot* sl, uint64_t now) {
@@ -178,8 +171,8 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
     }
   }
   out->seconds = static_cast<double>(MonoNs() - t0) / 1e9;
-  out->cpu_user_s = ThreadCpu(true) - u0;
-  out->cpu_sys_s = ThreadCpu(false) - s0;
+  out->cpu_user_s = ThreadCpuSeconds(true) - u0;
+  out->cpu_sys_s = ThreadCpuSeconds(false) - s0;
   out->lat_count = hist.count();
   out->lat_sum_ns = hist.sum();
   out->lat_max_ns = hist.max();

@@ -7,7 +7,6 @@
 #include <rocksdb/perf_level.h>
 #include <rocksdb/write_batch.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -145,13 +144,6 @@ void ParseCounters(const std::string& s, std::map<std::string, uint64_t>* out) {
   }
 }
 
-double ThreadCpuS(bool user) {
-  rusage ru{};
-  getrusage(RUSAGE_THREAD, &ru);
-  const timeval& t = user ? ru.ru_utime : ru.ru_stime;
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
-}
-
 struct ThreadOut {
   int64_t ops = 0, calls = 0, found = 0, bytes = 0;
   double user_s = 0, sys_s = 0;  // this worker's own CPU during fn
@@ -194,10 +186,10 @@ class Runner {
         ready++;
         while (!go.load()) std::this_thread::yield();
         if (pe) pe->Start();
-        double u0 = ThreadCpuS(true), s0 = ThreadCpuS(false);
+        double u0 = ThreadCpuSeconds(true), s0 = ThreadCpuSeconds(false);
         fn(i, o);
-        o.user_s = ThreadCpuS(true) - u0;
-        o.sys_s = ThreadCpuS(false) - s0;
+        o.user_s = ThreadCpuSeconds(true) - u0;
+        o.sys_s = ThreadCpuSeconds(false) - s0;
         if (pe) o.events = pe->Stop();
         if (s_.perf_level > 1) {
           ParseCounters(rocksdb::get_perf_context()->ToString(true), &o.perf_context);

@@ -4,6 +4,8 @@
 // can be checked against strace.
 #pragma once
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <cstdint>
 #include <ctime>
@@ -57,6 +59,14 @@ inline uint64_t MonoNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// CPU seconds of the calling thread, user or system (getrusage RUSAGE_THREAD).
+inline double ThreadCpuSeconds(bool user) {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  const timeval& t = user ? ru.ru_utime : ru.ru_stime;
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
 }
 
 struct ThreadCounters {
