@@ -395,8 +395,9 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("rawio", [](const std::string& filename, const std::string& engine, const std::string& rw,
                     size_t bs, uint64_t size, bool direct, int iodepth, int numjobs, double runtime,
-                    uint64_t seed) {
-    rxlab::RawIoSpec sp{filename, engine, rw, bs, size, direct, iodepth, numjobs, runtime, seed};
+                    uint64_t seed, int iodepth_batch_submit, int iodepth_batch_complete_max) {
+    rxlab::RawIoSpec sp{filename, engine, rw, bs, size, direct, iodepth, numjobs, runtime, seed,
+                        iodepth_batch_submit, iodepth_batch_complete_max};
     rxlab::RawIoResult r;
     {
       py::gil_scoped_release nogil;
@@ -425,6 +426,7 @@ PYBIND11_MODULE(_core, m) {
   }, py::arg("filename"), py::arg("engine") = "posix", py::arg("rw") = "randread",
      py::arg("bs") = 8192, py::arg("size") = 0, py::arg("direct") = true, py::arg("iodepth") = 1,
      py::arg("numjobs") = 1, py::arg("runtime") = 10.0, py::arg("seed") = 1,
+     py::arg("iodepth_batch_submit") = 1, py::arg("iodepth_batch_complete_max") = 1,
      "rxlab's fio: IO through an rxlab engine, measured like RocksDB.");
 
   py::class_<PyIterator>(m, "Iterator")

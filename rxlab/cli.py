@@ -160,17 +160,19 @@ def _fio(argv) -> int:
         return 0
     a = fio_args(argv)
     kw = {k: a[k] for k in ("rw", "bs", "size", "direct", "ioengine", "iodepth", "numjobs", "runtime",
-                            "ramp_time", "engine_options", "seed") if k in a}
+                            "ramp_time", "engine_options", "seed", "iodepth_batch_submit",
+                            "iodepth_batch_complete_max") if k in a}
     name = a.get("name") or "fio"
     rows = rawio.run(a["filename"], **kw)
     result = {"rxlab": rows}
     stored = {"rxlab": rawio.store_rows(a.get("runs_dir"), a["filename"], rows,
                                         {"tool": "rxlab-fio", "name": name}, **kw)}
     if a.get("real"):
-        real_kw = {k: v for k, v in kw.items() if k not in ("engine_options", "seed")}
-        result["fio"] = refs.run_fio(a["filename"], **real_kw)
+        batching = {k: kw[k] for k in ("iodepth_batch_submit", "iodepth_batch_complete_max") if k in kw}
+        real_kw = {k: v for k, v in kw.items() if k not in ("engine_options", "seed", *batching)}
+        result["fio"] = refs.run_fio(a["filename"], **real_kw, extra=batching or None)
         stored["fio"] = rawio.store_rows(a.get("runs_dir"), a["filename"], result["fio"],
-                                         {"tool": "fio", "name": name}, **real_kw)
+                                         {"tool": "fio", "name": name}, **real_kw, **batching)
     if a.get("json"):
         def slim(r):
             d = {k: v for k, v in r.items() if k not in ("histograms", "timeseries")}

@@ -98,7 +98,7 @@ FIO_FLAGS: dict[str, Callable] = {
     "name": _str, "rw": _str, "bs": _str, "size": _str, "filename": _str, "direct": _bool,
     "ioengine": _str, "iodepth": _int, "numjobs": _int, "runtime": _float, "time_based": _bool,
     "ramp_time": _float, "engine_options": _str, "json": _bool, "quiet": _bool, "real": _bool,
-    "runs_dir": _str, "seed": _int,
+    "runs_dir": _str, "seed": _int, "iodepth_batch_submit": _int, "iodepth_batch_complete_max": _int,
 }
 
 

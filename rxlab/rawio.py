@@ -63,8 +63,15 @@ def engine_uri(ioengine: str, options: str = "") -> str:
 
 def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True, ioengine: str = "sync",
         iodepth: int = 1, numjobs: int = 1, runtime: float = 10, ramp_time: float = 1,
-        engine_options: str = "", seed: int = 1) -> list[dict]:
-    """Run the raw-IO benchmark; one row per job plus a total row (job='total')."""
+        engine_options: str = "", seed: int = 1, iodepth_batch_submit: int = 1,
+        iodepth_batch_complete_max: int = 1) -> list[dict]:
+    """Run the raw-IO benchmark; one row per job plus a total row (job='total').
+
+    ``iodepth_batch_submit`` and ``iodepth_batch_complete_max`` mean what
+    they mean in fio and default to fio's defaults (1 and 1): each IO is
+    submitted as it is queued, and each wait reaps one completion, so its
+    slot is refilled at once and the queue stays at iodepth.
+    """
     from . import _core
 
     if rw not in RW:
@@ -83,11 +90,17 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
         raise ValueError(f"iodepth={iodepth}: must be 1..4096")
     if not 1 <= int(numjobs) <= 256:
         raise ValueError(f"numjobs={numjobs}: must be 1..256")
+    for name, v in (("iodepth_batch_submit", iodepth_batch_submit),
+                    ("iodepth_batch_complete_max", iodepth_batch_complete_max)):
+        if not 1 <= int(v) <= int(iodepth):
+            raise ValueError(f"{name}={v}: must be 1..iodepth ({iodepth})")
     if size_b < bs_b:
         raise ValueError(f"size={size_b}: smaller than bs={bs_b}")
     layout(filename, size_b)
     args = {"filename": str(filename), "engine": uri, "rw": rw, "bs": bs_b, "size": size_b,
-            "direct": bool(direct), "iodepth": int(iodepth), "numjobs": int(numjobs), "seed": seed}
+            "direct": bool(direct), "iodepth": int(iodepth), "numjobs": int(numjobs), "seed": seed,
+            "iodepth_batch_submit": int(iodepth_batch_submit),
+            "iodepth_batch_complete_max": int(iodepth_batch_complete_max)}
     if ramp_time > 0:
         _core.rawio(**args, runtime=float(ramp_time))
     dev = sysinfo.device_for_path(filename)
@@ -98,7 +111,9 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
     c1 = sysinfo.proc_stat_cpu()
     name = f"fio-{ioengine}"
     common = {"name": name, "tool": "rxlab-fio", "ioengine": ioengine, "engine_uri": uri, "rw": rw,
-              "bs": bs_b, "iodepth": iodepth, "numjobs": numjobs, "direct": bool(direct)}
+              "bs": bs_b, "iodepth": iodepth, "numjobs": numjobs, "direct": bool(direct),
+              "iodepth_batch_submit": int(iodepth_batch_submit),
+              "iodepth_batch_complete_max": int(iodepth_batch_complete_max)}
     rows, merged = [], {}
     for j, job in enumerate(res["jobs"]):
         buckets = [(lo / 1000.0, c) for lo, c in job["lat_buckets"]]

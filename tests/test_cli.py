@@ -356,3 +356,24 @@ def test_rxlab_fio_histogram_counts_every_io(fio_file):
     assert rows[-1]["ops"] == rows[0]["ops"] + rows[1]["ops"]
     seed = metrics.seed_columns(rows[-1]).iloc[0]
     assert seed["cpuPer"] > 0 and seed["qps"] > 0
+
+
+def test_rxlab_fio_keeps_the_queue_full_like_fio(fio_file):
+    """fio's default iodepth_batch_complete_max=1: each wait reaps one IO and its slot is refilled.
+
+    Little's law then gives iodepth IOs in flight (IOPS x mean latency). Reaping every ready
+    completion and resubmitting them in a burst left 27 of 32 in flight on this VM.
+    """
+    rows = rawio.run(fio_file, size="256m", runtime=0.5, ramp_time=0, ioengine="libaio", iodepth=8)
+    tot = rows[-1]
+    assert tot["iodepth_batch_complete_max"] == 1 and tot["iodepth_batch_submit"] == 1
+    # one io_submit and one io_getevents (at most one event) per IO
+    assert tot["syscalls"] >= 2 * tot["ops"]
+    in_flight = tot["ops"] / rows[0]["wall_s"] * tot["lat_mean_us"] / 1e6
+    assert in_flight == pytest.approx(8, rel=0.05)
+    batched = rawio.run(fio_file, size="256m", runtime=0.5, ramp_time=0, ioengine="libaio", iodepth=8,
+                        iodepth_batch_complete_max=8)[-1]
+    assert batched["iodepth_batch_complete_max"] == 8 and batched["ops"] > 0
+    for bad in ({"iodepth_batch_complete_max": 9}, {"iodepth_batch_submit": 0}):
+        with pytest.raises(ValueError, match=f"{next(iter(bad))}=.*must be 1..iodepth"):
+            rawio.run(fio_file, size="256m", runtime=0.5, ramp_time=0, ioengine="libaio", iodepth=8, **bad)

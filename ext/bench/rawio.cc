@@ -154,7 +154,7 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
         uint64_t t = MonoNs();
         timeout = first > t ? static_cast<int64_t>(first - t) : 0;
       }
-      int n = e->Reap(1, inflight, reaped.data(), timeout);
+      int n = e->Reap(1, std::min(inflight, s.batch_complete), reaped.data(), timeout);
       uint64_t t = MonoNs();
       for (int k = 0; k < n; k++) {
         inflight--;
@@ -193,6 +193,12 @@ RawIoResult RunRawIo(const RawIoSpec& s) {
   if (s.iodepth < 1 || s.iodepth > 4096) throw InputError("iodepth=" + std::to_string(s.iodepth) + ": must be 1..4096");
   if (s.numjobs < 1 || s.numjobs > 256) throw InputError("numjobs=" + std::to_string(s.numjobs) + ": must be 1..256");
   if (s.runtime <= 0) throw InputError("runtime must be > 0 seconds");
+  if (s.batch_submit < 1 || s.batch_submit > s.iodepth)
+    throw InputError("iodepth_batch_submit=" + std::to_string(s.batch_submit) + ": must be 1..iodepth (" +
+                     std::to_string(s.iodepth) + ")");
+  if (s.batch_complete < 1 || s.batch_complete > s.iodepth)
+    throw InputError("iodepth_batch_complete_max=" + std::to_string(s.batch_complete) +
+                     ": must be 1..iodepth (" + std::to_string(s.iodepth) + ")");
   Config cfg;
   std::string err;
   if (!ParseUri(s.engine_uri, &cfg, &err)) throw InputError("ioengine '" + s.engine_uri + "': " + err);

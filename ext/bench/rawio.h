@@ -24,6 +24,12 @@ struct RawIoSpec {
   double runtime = 10;               // seconds
   uint64_t seed = 1;
   int batch_submit = 1;              // fio's iodepth_batch_submit
+  // fio's iodepth_batch_complete_max (fio's default: 1). Reaping one
+  // completion at a time and resubmitting its slot at once keeps the queue
+  // full; reaping all that are ready resubmits them in a burst, and the
+  // last slot of a burst of 32 sat idle for ~30 submit calls (measured at
+  // qd32 libaio: 27 in flight by Little's law and 9% fewer IOPS than fio).
+  int batch_complete = 1;
 };
 
 struct RawIoJob {
