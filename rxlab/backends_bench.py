@@ -283,11 +283,14 @@ def merge_paired_csv(path: Path, new: pd.DataFrame) -> pd.DataFrame:
     """Write `new` into the pairs file at `path`: its pairs replace theirs, other pairs are kept
     (a run of some pairs with --only does not erase the others' last measurement)."""
     path = Path(path)
-    if path.is_file():
+    if path.is_file() and path.stat().st_size > 0:  # a 0-byte file (an interrupted write) holds no pairs
         old = pd.read_csv(path)
         if "pair" in old.columns:
             new = pd.concat([old[~old["pair"].isin(set(new["pair"]))], new], ignore_index=True)
-    new.to_csv(path, index=False)
+    # written aside and renamed: an interrupted write leaves the previous file whole
+    tmp = path.with_name(path.name + ".tmp")
+    new.to_csv(tmp, index=False)
+    tmp.replace(path)
     return new
 
 

@@ -94,6 +94,16 @@ def test_merge_paired_csv_keeps_other_pairs(tmp_path):
     back = pd.read_csv(path)
     assert list(back["pair"]) == ["a", "a", "b", "b"] and list(back["qps"]) == [1.0, 2.0, 9.0, 8.0]
     assert back.equals(merged)
+    assert not path.with_name(path.name + ".tmp").exists()
+
+
+def test_merge_paired_csv_over_an_empty_file(tmp_path):
+    from rxlab.backends_bench import merge_paired_csv
+
+    path = tmp_path / "pairs.csv"
+    path.write_text("")
+    merge_paired_csv(path, pd.DataFrame({"pair": ["a"], "rep": [0], "qps": [1.0]}))
+    assert list(pd.read_csv(path)["qps"]) == [1.0]
 
 
 def test_driver_profile_compares_the_readers(tmp_path):
