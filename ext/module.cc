@@ -372,6 +372,8 @@ PYBIND11_MODULE(_core, m) {
     out["start_mono_s"] = r.start_mono_s;
     out["worker_user_s"] = r.worker_user_s;
     out["worker_sys_s"] = r.worker_sys_s;
+    if (r.worker_run_delay_s >= 0) out["worker_run_delay_s"] = r.worker_run_delay_s;
+    else out["worker_run_delay_s"] = py::none();
     out["writer_ops"] = r.writer_ops;
     py::list hs;
     for (auto& h : r.histograms) {
@@ -411,6 +413,8 @@ PYBIND11_MODULE(_core, m) {
       d["seconds"] = j.seconds;
       d["cpu_user_s"] = j.cpu_user_s;
       d["cpu_sys_s"] = j.cpu_sys_s;
+      if (j.run_delay_s >= 0) d["run_delay_s"] = j.run_delay_s;
+      else d["run_delay_s"] = py::none();
       d["lat_count"] = j.lat_count;
       d["lat_sum_ns"] = j.lat_sum_ns;
       d["lat_max_ns"] = j.lat_max_ns;

@@ -413,6 +413,7 @@ def step_row(step, sspec, res, d0, d1, c0, c1, r0, r1, f0, f1, t0, t1, backend) 
         "found": res["found"], "bytes": res["bytes"], "wall_s": res["wall_s"],
         "cpu_user_s": ru["self_user_s"], "cpu_sys_s": ru["self_sys_s"],
         "worker_cpu_user_s": res.get("worker_user_s"), "worker_cpu_sys_s": res.get("worker_sys_s"),
+        "worker_run_delay_s": res.get("worker_run_delay_s"),
         "vcsw": ru["self_nvcsw"], "ivcsw": ru["self_nivcsw"], "minflt": ru["self_minflt"],
         "majflt": ru["self_majflt"], "writer_ops": res["writer_ops"],
         "notes": " | ".join(res["notes"]),

@@ -28,6 +28,8 @@ Derived columns (the seeds' names):
     micros_per_op  threads * wall_s * 1e6 / ops    (db_bench's micros/op; per key for MultiGet)
     rmbps   disk_read_sectors * 512 / 2**20 / wall_s   (iostat's rMB/s: the device, every process)
     own_rmbps  own_read_bytes / 2**20 / wall_s     (this process's storage reads, /proc/self/io)
+    runqPer worker_run_delay_s * 1e6 / ops         (us per op the workers waited, runnable, for a
+                                                    CPU: the scheduler's run_delay; rxlab rows only)
 
 and, against a fio baseline row measured the same way:
 
@@ -57,7 +59,7 @@ RAW_COLUMNS = (
 # Column order of the seeds' tables ("test" is the step name).
 SEED_COLUMNS = ("qps", "iops", "reqsz", "usPer", "syPer", "cpuPer", "rx.lat", "io.lat", "test")
 # Extra derived columns that the seeds use in prose but not in the main table.
-EXTRA_COLUMNS = ("wmbps", "mbps", "micros_per_op", "rmbps", "own_rmbps")
+EXTRA_COLUMNS = ("wmbps", "mbps", "micros_per_op", "rmbps", "own_rmbps", "runqPer")
 EFFICIENCY_COLUMNS = ("io.eff", "us.inc", "cpu.inc")
 
 # Latency percentiles every producer reports, and their column names. The
@@ -125,6 +127,7 @@ def seed_columns(rows) -> pd.DataFrame:
     out["micros_per_op"] = _div(_col(df, "threads").fillna(1.0) * wall * 1e6, ops)
     out["rmbps"] = _div(_col(df, "disk_read_sectors") * SECTOR_BYTES / 2**20, wall)
     out["own_rmbps"] = _div(_col(df, "own_read_bytes") / 2**20, wall)
+    out["runqPer"] = _div(_col(df, "worker_run_delay_s") * 1e6, ops)
     return out
 
 

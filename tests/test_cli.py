@@ -377,3 +377,16 @@ def test_rxlab_fio_keeps_the_queue_full_like_fio(fio_file):
     for bad in ({"iodepth_batch_complete_max": 9}, {"iodepth_batch_submit": 0}):
         with pytest.raises(ValueError, match=f"{next(iter(bad))}=.*must be 1..iodepth"):
             rawio.run(fio_file, size="256m", runtime=0.5, ramp_time=0, ioengine="libaio", iodepth=8, **bad)
+
+
+def test_rxlab_fio_records_the_jobs_wait_for_a_cpu(fio_file):
+    """run_delay from /proc/thread-self/schedstat: time runnable but not running. More
+    jobs than this machine's cores must wait; the wait is part of each job's wall time."""
+    cores = os.cpu_count() or 1
+    rows = rawio.run(fio_file, size="256m", runtime=0.5, ramp_time=0, ioengine="sync", numjobs=2 * cores)
+    jobs, tot = rows[:-1], rows[-1]
+    assert all(0 <= j["worker_run_delay_s"] <= j["wall_s"] for j in jobs)
+    assert tot["worker_run_delay_s"] == pytest.approx(sum(j["worker_run_delay_s"] for j in jobs))
+    assert tot["worker_run_delay_s"] > 0
+    seed = metrics.seed_columns(tot).iloc[0]
+    assert seed["runqPer"] == pytest.approx(tot["worker_run_delay_s"] * 1e6 / tot["ops"])

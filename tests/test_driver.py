@@ -344,6 +344,8 @@ def test_ops_series_and_perf_events(open_session):
     worker = row["worker_cpu_user_s"] + row["worker_cpu_sys_s"]
     process = row["cpu_user_s"] + row["cpu_sys_s"]
     assert 0 < worker <= process * 1.01, (worker, process)
+    # and its wait for a CPU (scheduler run_delay) is part of its wall time
+    assert 0 <= row["worker_run_delay_s"] <= row["wall_s"]
     # perf_events=False (the default: they cost CPU) opens none
     off = step(s, "readrandom", duration=0.5, perf_events=False)
     assert off["perf.enabled"] is False and off["ops"] > 0

@@ -73,7 +73,7 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
     free_slots.push_back(&sl);
   }
   std::vector<IoReq*> reaped(static_cast<size_t>(depth));
-  double u0 = ThreadCpuSeconds(true), s0 = ThreadCpuSeconds(false);
+  double u0 = ThreadCpuSeconds(true), s0 = ThreadCpuSeconds(false), q0 = ThreadRunDelaySeconds();
   uint64_t t0 = MonoNs(), end = t0 + static_cast<uint64_t>(s.runtime * 1e9);
   int inflight = 0, since_submit = 0;
   auto finish = [&](Slot* sl, uint64_t now) {
@@ -173,6 +173,7 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
   out->seconds = static_cast<double>(MonoNs() - t0) / 1e9;
   out->cpu_user_s = ThreadCpuSeconds(true) - u0;
   out->cpu_sys_s = ThreadCpuSeconds(false) - s0;
+  if (q0 >= 0) out->run_delay_s = ThreadRunDelaySeconds() - q0;
   out->lat_count = hist.count();
   out->lat_sum_ns = hist.sum();
   out->lat_max_ns = hist.max();

@@ -36,6 +36,7 @@ struct RawIoJob {
   uint64_t ios = 0, bytes = 0;
   double seconds = 0;
   double cpu_user_s = 0, cpu_sys_s = 0;  // this thread's (RUSAGE_THREAD)
+  double run_delay_s = -1;               // its time waiting for a CPU (-1: unknown)
   uint64_t lat_count = 0, lat_sum_ns = 0, lat_max_ns = 0;
   std::vector<std::pair<uint64_t, uint64_t>> lat_buckets;  // (lower ns, count)
   uint64_t syscalls = 0;

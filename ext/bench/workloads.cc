@@ -147,6 +147,7 @@ void ParseCounters(const std::string& s, std::map<std::string, uint64_t>* out) {
 struct ThreadOut {
   int64_t ops = 0, calls = 0, found = 0, bytes = 0;
   double user_s = 0, sys_s = 0;  // this worker's own CPU during fn
+  double run_delay_s = -1;       // its time waiting for a CPU during fn (-1: unknown)
   std::unique_ptr<LatencyHistogram> hist[kNumOps];
   std::map<std::string, uint64_t> perf_context, iostats;
   std::vector<int64_t> events;
@@ -186,10 +187,11 @@ class Runner {
         ready++;
         while (!go.load()) std::this_thread::yield();
         if (pe) pe->Start();
-        double u0 = ThreadCpuSeconds(true), s0 = ThreadCpuSeconds(false);
+        double u0 = ThreadCpuSeconds(true), s0 = ThreadCpuSeconds(false), q0 = ThreadRunDelaySeconds();
         fn(i, o);
         o.user_s = ThreadCpuSeconds(true) - u0;
         o.sys_s = ThreadCpuSeconds(false) - s0;
+        if (q0 >= 0) o.run_delay_s = ThreadRunDelaySeconds() - q0;
         if (pe) o.events = pe->Stop();
         if (s_.perf_level > 1) {
           ParseCounters(rocksdb::get_perf_context()->ToString(true), &o.perf_context);
@@ -508,6 +510,9 @@ class Runner {
       res->bytes += o->bytes;
       res->worker_user_s += o->user_s;
       res->worker_sys_s += o->sys_s;
+      res->worker_run_delay_s = (o->run_delay_s < 0 || res->worker_run_delay_s < 0)
+                                    ? -1
+                                    : res->worker_run_delay_s + o->run_delay_s;
       for (int i = 0; i < kNumOps; i++) merged[i].Merge(*o->hist[i]);
       for (auto& [k, v] : o->perf_context) res->perf_context[k] += v;
       for (auto& [k, v] : o->iostats) res->iostats_context[k] += v;

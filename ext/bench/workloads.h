@@ -73,6 +73,7 @@ struct StepResult {
   // one's loop): process CPU minus this is the harness's own (the waiting
   // main thread, the Python sampler, setup and teardown).
   double worker_user_s = 0, worker_sys_s = 0;
+  double worker_run_delay_s = 0;  // the workers' time waiting for a CPU (-1: the kernel does not say)
   std::vector<OpHistogram> histograms;
   std::map<std::string, uint64_t> perf_context;     // summed over worker threads
   std::map<std::string, uint64_t> iostats_context;

@@ -4,10 +4,13 @@
 // can be checked against strace.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <ctime>
 
 #include "histogram.h"
@@ -67,6 +70,28 @@ inline double ThreadCpuSeconds(bool user) {
   getrusage(RUSAGE_THREAD, &ru);
   const timeval& t = user ? ru.ru_utime : ru.ru_stime;
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+}
+
+// Seconds the calling thread has spent runnable but waiting for a CPU: the
+// scheduler's run_delay, second field of /proc/thread-self/schedstat. It is
+// the part of a blocking read's latency that is neither CPU nor device: the
+// wake-up after completion waits for a free core. -1 when the kernel lacks
+// CONFIG_SCHED_INFO.
+inline double ThreadRunDelaySeconds() {
+  int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[128];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  char* end = nullptr;
+  strtoull(buf, &end, 10);  // time on a CPU, ns
+  if (end == buf) return -1;
+  char* p = end;
+  unsigned long long delay = strtoull(p, &end, 10);
+  if (end == p) return -1;
+  return static_cast<double>(delay) / 1e9;
 }
 
 struct ThreadCounters {
