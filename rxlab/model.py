@@ -34,12 +34,22 @@ What the seed's own tables say (worked out here, shown by `latency_gap`):
 
 The fitted model (one query):
 
-    latency = cpuPer + reads_per_query * size_penalty * (reqsz - bs) + io
+    latency = cpuPer + runqPer + reads_per_query * size_penalty * (reqsz - bs) + io
     io (no delay)  = reads_per_query * device(threads) + wait(threads)
     io (delay)     = smooth max(io (no delay), reads_per_query * (delay - delay_offset))
     device(threads) = dev_1 + dev_per_thread * (threads - 1)
     wait(threads)   = wait + wait_per_thread * (threads - 1)
     (fio rows: device = smooth max(device(threads), delay - delay_offset))
+
+runqPer is the time a query's thread waited, runnable, for a CPU (the
+scheduler's run_delay, rxlab.metrics), measured on each row like cpuPer, in
+RocksDB and fio rows alike (fio's device term is lat - cpuPer - runqPer). It
+is the part of the wait that grows with clients: with two readers on this
+machine's two vCPUs every completion wakes a thread that then queues behind
+the other (measured: 0.1-0.2 us per query at one client, 19-21 us at two
+for RocksDB and 13-15 us for fio's two jobs; before it was measured, that
+difference was the wait that a fit at one client could not predict at two).
+Rows that do not carry it (published seeds, older runs) count it as 0.
 
 The wait sits inside the max with the emulated delay because the delay is a
 completion deadline: it hides whatever makes the device slower under RocksDB
@@ -114,6 +124,7 @@ DELAY_SMOOTH_US = 5.0
 DEFAULT_BS_KIB = 8.0
 
 _DB_REQUIRED = ("qps", "iops", "reqsz", "usPer", "cpuPer", "test")
+RUNQ = "runqPer"  # us per op waiting for a CPU (rxlab.metrics); 0 where a row does not carry it
 _FIO_REQUIRED = ("iops", "usPer", "cpuPer", "rx.lat")
 _KEYS = ("threads", "delay_us")
 _CARRY = ("backend", "bloom", "block_align")
@@ -314,9 +325,15 @@ def _prepare(df, require_baseline: bool = True, need_fio: bool = True) -> pd.Dat
         _fail("column threads must be >= 1")
     if not fio.empty and ((pd.to_numeric(fio["rx.lat"]) - pd.to_numeric(fio["cpuPer"])) <= 0).any():
         _fail("fio rows with rx.lat <= cpuPer leave no device latency (is rx.lat fio's mean latency in us?)")
+    if RUNQ in df.columns and (pd.to_numeric(df[RUNQ], errors="coerce") < 0).any():
+        _fail(f"column {RUNQ} (us per op waiting for a CPU) must be >= 0")
     for c in {*_KEYS, *_DB_REQUIRED, *_FIO_REQUIRED, "rx.lat", "io.lat"} - {"test"}:
         if c in df.columns:
             df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
+    if RUNQ not in df.columns and {"worker_run_delay_s", "ops"} <= set(df.columns):
+        df[RUNQ] = metrics.seed_columns(df)[RUNQ]
+    runq = pd.to_numeric(df[RUNQ], errors="coerce") if RUNQ in df.columns else pd.Series(np.nan, index=df.index)
+    df[RUNQ] = runq.fillna(0.0).astype(float)
     df["_fio"] = fio_mask
     if require_baseline:
         have = set(map(tuple, df.loc[fio_mask, list(_KEYS)].to_numpy()))
@@ -328,10 +345,11 @@ def _prepare(df, require_baseline: bool = True, need_fio: bool = True) -> pd.Dat
 
 
 def _baselines(df: pd.DataFrame) -> pd.DataFrame:
-    """Mean fio row per (threads, delay_us): iops, usPer, cpuPer, lat and device = lat - cpuPer."""
+    """Mean fio row per (threads, delay_us): iops, usPer, cpuPer, runqPer, lat and
+    device = lat - cpuPer - runqPer (what is neither on nor waiting for a CPU)."""
     fio = df[df["_fio"]]
-    b = fio.groupby(list(_KEYS))[["iops", "usPer", "cpuPer", "rx.lat"]].mean()
-    b["device_us"] = b["rx.lat"] - b["cpuPer"]
+    b = fio.groupby(list(_KEYS))[["iops", "usPer", "cpuPer", RUNQ, "rx.lat"]].mean()
+    b["device_us"] = b["rx.lat"] - b["cpuPer"] - b[RUNQ]
     return b
 
 
@@ -349,7 +367,8 @@ def _with_efficiency(df: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
                                {"iops": b["iops"], "usPer": b["usPer"], "cpuPer": b["cpuPer"]})
         kept = rows.drop(columns=[c for c in metrics.EFFICIENCY_COLUMNS if c in rows.columns])
         parts.append(kept.assign(**{c: e[c] for c in metrics.EFFICIENCY_COLUMNS},
-                                 fio_device_us=b["device_us"], fio_cpuPer=b["cpuPer"], fio_iops=b["iops"]))
+                                 fio_device_us=b["device_us"], fio_cpuPer=b["cpuPer"], fio_runqPer=b[RUNQ],
+                                 fio_iops=b["iops"]))
     out = pd.concat(parts).loc[db.index]
     if "reads_per_query" not in out.columns:
         out["reads_per_query"] = pd.to_numeric(out["iops"]) / pd.to_numeric(out["qps"])
@@ -441,11 +460,12 @@ class ModelFit:
         rows = _with_efficiency(d, base)
         p = self.params
         dev = rows["fio_device_us"] if self.device == "baseline" else None
-        lat = _latency(p, rows["cpuPer"], rows["reads_per_query"], rows["reqsz"], rows["threads"],
-                       delay=rows["delay_us"], bs_kib=self.bs_kib, device=dev)
+        lat = _latency(p, rows["cpuPer"] + rows[RUNQ], rows["reads_per_query"], rows["reqsz"],
+                       rows["threads"], delay=rows["delay_us"], bs_kib=self.bs_kib, device=dev)
         keep = [c for c in ("test", "threads", "delay_us", *_CARRY) if c in rows.columns]
         out = rows[keep].copy()
         out["cpuPer"] = rows["cpuPer"]
+        out[RUNQ] = rows[RUNQ]
         out["reads_per_query"] = rows["reads_per_query"]
         out["device_us"] = _device(p, rows["threads"], rows["delay_us"]) if dev is None else dev
         out["lat_pred_us"] = lat
@@ -522,8 +542,8 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
     measured latency per query - 1), each kind multiplied by its weight.
     """
     t_f, d_f = fio["threads"].to_numpy(float), fio["delay_us"].to_numpy(float)
-    dev_obs = (pd.to_numeric(fio["rx.lat"]) - pd.to_numeric(fio["cpuPer"])).to_numpy(float)
-    cols = {c: db[c].to_numpy(float) for c in ("cpuPer", "reads_per_query", "threads", "delay_us",
+    dev_obs = (fio["rx.lat"] - fio["cpuPer"] - fio[RUNQ]).to_numpy(float)
+    cols = {c: db[c].to_numpy(float) for c in ("cpuPer", RUNQ, "reads_per_query", "threads", "delay_us",
                                                  "lat_meas_us", "fio_device_us")}
     reqsz = pd.to_numeric(db["reqsz"]).to_numpy(float)
     dev_override = cols["fio_device_us"] if device == "baseline" else None
@@ -537,7 +557,7 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
     def resid(x):
         p = unpack(x)
         r_f = _device(p, t_f, d_f) / dev_obs - 1.0
-        lat = _latency(p, cols["cpuPer"], cols["reads_per_query"], reqsz, cols["threads"],
+        lat = _latency(p, cols["cpuPer"] + cols[RUNQ], cols["reads_per_query"], reqsz, cols["threads"],
                        delay=cols["delay_us"], bs_kib=bs_kib, device=dev_override)
         return np.concatenate([w_fio * r_f, w_db * (lat / cols["lat_meas_us"] - 1.0)])
 
@@ -548,7 +568,7 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
 def _initial(fio: pd.DataFrame) -> dict[str, float]:
     """Starting values from the fio rows (lowest-delay rows: a line in threads)."""
     undelayed = fio[fio["delay_us"] == fio["delay_us"].min()]
-    dev = (pd.to_numeric(undelayed["rx.lat"]) - pd.to_numeric(undelayed["cpuPer"])).to_numpy(float)
+    dev = (undelayed["rx.lat"] - undelayed["cpuPer"] - undelayed[RUNQ]).to_numpy(float)
     t = undelayed["threads"].to_numpy(float)
     if np.unique(t).size >= 2:
         slope, icpt = np.polyfit(t - 1.0, dev, 1)
@@ -668,8 +688,10 @@ class Evaluation:
 
 
 def _seed_prediction(rows: pd.DataFrame) -> pd.Series:
-    """The seed's model on a row: threads * 1e6 / (fio lat - fio cpuPer + fio cpuPer + cpu.inc)."""
-    return pd.Series(seed_model(rows["cpu.inc"].to_numpy(float), rows["fio_device_us"].to_numpy(float),
+    """The seed's model on a row: threads * 1e6 / (fio lat - fio cpuPer + fio cpuPer + cpu.inc).
+    The seed's device term is all of fio's non-CPU time, its wait for a CPU included."""
+    seed_device = (rows["fio_device_us"] + rows["fio_runqPer"]).to_numpy(float)
+    return pd.Series(seed_model(rows["cpu.inc"].to_numpy(float), seed_device,
                                 rows["fio_cpuPer"].to_numpy(float), rows["threads"].to_numpy(float)),
                      index=rows.index)
 
@@ -719,9 +741,10 @@ def latency_gap(df: pd.DataFrame) -> pd.DataFrame:
     """Where the time of a query goes, per RocksDB row, from measured columns only.
 
     Columns: lat_meas_us (threads * 1e6 / qps), rx.lat, io.lat, the gap
-    rx.lat - io.lat (the seed's "~20 us"), cpuPer, reads_per_query, the fio
-    device latency (lat - cpuPer), and `unexplained_us` = lat_meas -
-    (cpuPer + reads_per_query * fio device): what the seed's model misses
+    rx.lat - io.lat (the seed's "~20 us"), cpuPer, runqPer (the wait for a
+    CPU; 0 where not measured), reads_per_query, the fio device latency
+    (lat - cpuPer - runqPer), and `unexplained_us` = lat_meas - (cpuPer +
+    runqPer + reads_per_query * fio device): what the seed's model misses
     and the fitted wait term absorbs (about 10 us in every seed row).
     """
     d = _prepare(df)
@@ -732,9 +755,10 @@ def latency_gap(df: pd.DataFrame) -> pd.DataFrame:
     for c in ("rx.lat", "io.lat", "cpuPer"):
         out[c] = pd.to_numeric(rows[c]) if c in rows.columns else np.nan
     out["rx_minus_io_us"] = out["rx.lat"] - out["io.lat"]
+    out[RUNQ] = rows[RUNQ]
     out["reads_per_query"] = rows["reads_per_query"]
     out["fio_device_us"] = rows["fio_device_us"]
-    explained = out["cpuPer"] + out["reads_per_query"] * out["fio_device_us"]
+    explained = out["cpuPer"] + out[RUNQ] + out["reads_per_query"] * out["fio_device_us"]
     out["unexplained_us"] = out["lat_meas_us"] - explained
     return out
 
