@@ -1249,11 +1249,28 @@ def fig_sensitivity_cpu(curves: pd.DataFrame, points: pd.DataFrame):
     return fig
 
 
+def _wait_for_cpu_lines(gap: pd.DataFrame | None) -> list[str]:
+    """What the readers' wait for a CPU (runqPer) explains, per client count, from `model.latency_gap`
+    of undelayed rows; nothing when the rows did not measure it."""
+    if gap is None or model.RUNQ not in gap.columns:
+        return []
+    g = gap[(gap["delay_us"] == 0) & (gap[model.RUNQ] > 0)]
+    if g.empty:
+        return []
+    m = g.groupby("threads")[[model.RUNQ, "unexplained_us"]].median()
+    parts = [f"{m.loc[t, model.RUNQ]:.1f} us per query at {int(t)} client{'s' if t > 1 else ''}" for t in m.index]
+    rest = ", ".join(f"{m.loc[t, 'unexplained_us']:.1f}" for t in m.index)
+    return [f"- The readers waited for a CPU (runqPer, the scheduler's run_delay) {', '.join(parts)} "
+            f"(medians, no delay). Counted beside cpuPer, it leaves {rest} us per query unexplained at "
+            f"{', '.join(str(int(t)) for t in m.index)} client(s)."]
+
+
 def model_findings(comp: Comparison, heldout_summary: pd.DataFrame | None = None,
-                   background: pd.DataFrame | None = None) -> str:
-    """The model comparison in a few Markdown bullets with its numbers (background: `background_io`)."""
+                   background: pd.DataFrame | None = None, gap: pd.DataFrame | None = None) -> str:
+    """The model comparison in a few Markdown bullets with its numbers (background: `background_io`;
+    gap: `model.latency_gap` of the local rows, for the wait for a CPU)."""
     s = comp.summary.set_index(["source", "model"])
-    lines = _background_lines(background)
+    lines = _background_lines(background) + _wait_for_cpu_lines(gap)
     for src, label in (("published", "the seed's tables"), ("local", "this machine's runs")):
         if (src, "seed") not in s.index:
             continue

@@ -375,8 +375,17 @@ def test_compare_models_reproduces_the_seeds_arithmetic():
                                           "within_3pct"]
     assert s.loc[("published", "seed"), "median_abs_err_pct"] > 5.0
     assert s.loc[("published", "fitted"), "max_abs_err_pct"] < 5.0
-    text = ioeff.model_findings(comp)
+    text = ioeff.model_findings(comp, gap=model.latency_gap(model.published_frame()))
     assert "On the seed's tables (9 rows) the seed's model misses by a median" in text
+    assert "waited for a CPU" not in text  # the seeds did not measure it
+
+
+def test_findings_say_what_the_wait_for_a_cpu_explains():
+    gap = pd.DataFrame({"threads": [1, 1, 2, 2], "delay_us": [0, 0, 0, 0], "runqPer": [0.1, 0.3, 19.0, 21.0],
+                        "unexplained_us": [4.0, 6.0, 3.0, 5.0]})
+    (line,) = ioeff._wait_for_cpu_lines(gap)
+    assert "0.2 us per query at 1 client, 20.0 us per query at 2 clients" in line
+    assert "leaves 5.0, 4.0 us per query unexplained at 1, 2 client(s)" in line
 
 
 def test_held_out_and_sensitivity_on_the_published_rows():
