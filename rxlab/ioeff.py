@@ -1261,14 +1261,15 @@ def _wait_for_cpu_lines(gap: pd.DataFrame | None) -> list[str]:
     parts = [f"{m.loc[t, model.RUNQ]:.1f} us per query at {int(t)} client{'s' if t > 1 else ''}" for t in m.index]
     rest = ", ".join(f"{m.loc[t, 'unexplained_us']:.1f}" for t in m.index)
     return [f"- The readers waited for a CPU (runqPer, the scheduler's run_delay) {', '.join(parts)} "
-            f"(medians, no delay). Counted beside cpuPer, it leaves {rest} us per query unexplained at "
+            f"(medians, no delay). Counted beside cpuPer, and fio's out of its device term (the model's "
+            f"runq=True), it leaves {rest} us per query unexplained at "
             f"{', '.join(str(int(t)) for t in m.index)} client(s)."]
 
 
 def model_findings(comp: Comparison, heldout_summary: pd.DataFrame | None = None,
                    background: pd.DataFrame | None = None, gap: pd.DataFrame | None = None) -> str:
     """The model comparison in a few Markdown bullets with its numbers (background: `background_io`;
-    gap: `model.latency_gap` of the local rows, for the wait for a CPU)."""
+    gap: `model.latency_gap(rows, runq=True)` of the local rows, for the wait for a CPU)."""
     s = comp.summary.set_index(["source", "model"])
     lines = _background_lines(background) + _wait_for_cpu_lines(gap)
     for src, label in (("published", "the seed's tables"), ("local", "this machine's runs")):

@@ -34,21 +34,26 @@ What the seed's own tables say (worked out here, shown by `latency_gap`):
 
 The fitted model (one query):
 
-    latency = cpuPer + runqPer + reads_per_query * size_penalty * (reqsz - bs) + io
+    latency = cpuPer [+ runqPer] + reads_per_query * size_penalty * (reqsz - bs) + io
     io (no delay)  = reads_per_query * device(threads) + wait(threads)
     io (delay)     = smooth max(io (no delay), reads_per_query * (delay - delay_offset))
     device(threads) = dev_1 + dev_per_thread * (threads - 1)
     wait(threads)   = wait + wait_per_thread * (threads - 1)
     (fio rows: device = smooth max(device(threads), delay - delay_offset))
 
-runqPer is the time a query's thread waited, runnable, for a CPU (the
-scheduler's run_delay, rxlab.metrics), measured on each row like cpuPer, in
-RocksDB and fio rows alike (fio's device term is lat - cpuPer - runqPer). It
-is the part of the wait that grows with clients: with two readers on this
-machine's two vCPUs every completion wakes a thread that then queues behind
-the other (measured: 0.1-0.2 us per query at one client, 19-21 us at two
-for RocksDB and 13-15 us for fio's two jobs; before it was measured, that
-difference was the wait that a fit at one client could not predict at two).
+runqPer (rxlab rows) is the time a query's thread waited, runnable, for a
+CPU: the scheduler's run_delay, measured per row like cpuPer. With two
+readers on this machine's two vCPUs it is 13-21 us per query against
+0.1-0.6 us at one, in RocksDB and fio alike. With runq=True the model
+counts it beside cpuPer and takes fio's out of the device term (device =
+lat - cpuPer - runqPer). It is off by default because the data does not
+support it: on the 3-repetition study of 2026-11-23, fio's two jobs waited
+15.3 us and RocksDB's two readers 12.8 us, so counting it moves none of
+RocksDB's extra wait at two clients (14.5 us unexplained against 5.3 at
+one either way), and the held-out "threads > 1 from 1" error per
+configuration rose from 5.3% to 7.0%. A probe on a larger DB the same day
+(5.7M keys, 3 pairs) had RocksDB at 19-21 us and fio at 13-15 us, where it
+would have helped: which of the two holds is a question for more runs.
 Rows that do not carry it (published seeds, older runs) count it as 0.
 
 The wait sits inside the max with the emulated delay because the delay is a
@@ -125,6 +130,7 @@ DEFAULT_BS_KIB = 8.0
 
 _DB_REQUIRED = ("qps", "iops", "reqsz", "usPer", "cpuPer", "test")
 RUNQ = "runqPer"  # us per op waiting for a CPU (rxlab.metrics); 0 where a row does not carry it
+_RUNQ_COUNTED = "_runq"  # runqPer when the model counts it (runq=True), else 0
 _FIO_REQUIRED = ("iops", "usPer", "cpuPer", "rx.lat")
 _KEYS = ("threads", "delay_us")
 _CARRY = ("backend", "bloom", "block_align")
@@ -283,7 +289,7 @@ def _is_fio(df: pd.DataFrame) -> pd.Series:
     return df["tool"].astype(str).str.contains("fio", case=False)
 
 
-def _prepare(df, require_baseline: bool = True, need_fio: bool = True) -> pd.DataFrame:
+def _prepare(df, require_baseline: bool = True, need_fio: bool = True, runq: bool = False) -> pd.DataFrame:
     """Validate step rows and add the model's derived columns; fail on one line naming the gap."""
     if not isinstance(df, pd.DataFrame):
         _fail(f"expected a pandas DataFrame of step rows, got {type(df).__name__}")
@@ -332,8 +338,10 @@ def _prepare(df, require_baseline: bool = True, need_fio: bool = True) -> pd.Dat
             df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
     if RUNQ not in df.columns and {"worker_run_delay_s", "ops"} <= set(df.columns):
         df[RUNQ] = metrics.seed_columns(df)[RUNQ]
-    runq = pd.to_numeric(df[RUNQ], errors="coerce") if RUNQ in df.columns else pd.Series(np.nan, index=df.index)
-    df[RUNQ] = runq.fillna(0.0).astype(float)
+    measured_runq = (pd.to_numeric(df[RUNQ], errors="coerce") if RUNQ in df.columns
+                     else pd.Series(np.nan, index=df.index))
+    df[RUNQ] = measured_runq.fillna(0.0).astype(float)
+    df[_RUNQ_COUNTED] = df[RUNQ] if runq else 0.0
     df["_fio"] = fio_mask
     if require_baseline:
         have = set(map(tuple, df.loc[fio_mask, list(_KEYS)].to_numpy()))
@@ -348,8 +356,8 @@ def _baselines(df: pd.DataFrame) -> pd.DataFrame:
     """Mean fio row per (threads, delay_us): iops, usPer, cpuPer, runqPer, lat and
     device = lat - cpuPer - runqPer (what is neither on nor waiting for a CPU)."""
     fio = df[df["_fio"]]
-    b = fio.groupby(list(_KEYS))[["iops", "usPer", "cpuPer", RUNQ, "rx.lat"]].mean()
-    b["device_us"] = b["rx.lat"] - b["cpuPer"] - b[RUNQ]
+    b = fio.groupby(list(_KEYS))[["iops", "usPer", "cpuPer", _RUNQ_COUNTED, "rx.lat"]].mean()
+    b["device_us"] = b["rx.lat"] - b["cpuPer"] - b[_RUNQ_COUNTED]
     return b
 
 
@@ -367,7 +375,7 @@ def _with_efficiency(df: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
                                {"iops": b["iops"], "usPer": b["usPer"], "cpuPer": b["cpuPer"]})
         kept = rows.drop(columns=[c for c in metrics.EFFICIENCY_COLUMNS if c in rows.columns])
         parts.append(kept.assign(**{c: e[c] for c in metrics.EFFICIENCY_COLUMNS},
-                                 fio_device_us=b["device_us"], fio_cpuPer=b["cpuPer"], fio_runqPer=b[RUNQ],
+                                 fio_device_us=b["device_us"], fio_cpuPer=b["cpuPer"], fio_runqPer=b[_RUNQ_COUNTED],
                                  fio_iops=b["iops"]))
     out = pd.concat(parts).loc[db.index]
     if "reads_per_query" not in out.columns:
@@ -444,6 +452,7 @@ class ModelFit:
     device: str = "curve"
     stderr_boot: pd.Series | None = None
     cov: pd.DataFrame | None = field(default=None, repr=False)
+    runq: bool = False
 
     def predict(self, df: pd.DataFrame) -> pd.DataFrame:
         """Predicted latency, qps, iops and io.eff for the RocksDB rows of `df` (same index).
@@ -454,13 +463,13 @@ class ModelFit:
         io.eff and device="baseline"). Measured qps/iops and error % come
         along where the row has them.
         """
-        d = _prepare(df, require_baseline=False, need_fio=False)
+        d = _prepare(df, require_baseline=False, need_fio=False, runq=self.runq)
         base = _baselines(d) if d["_fio"].any() else self.baselines
         base = pd.concat([base, self.baselines[~self.baselines.index.isin(base.index)]])
         rows = _with_efficiency(d, base)
         p = self.params
         dev = rows["fio_device_us"] if self.device == "baseline" else None
-        lat = _latency(p, rows["cpuPer"] + rows[RUNQ], rows["reads_per_query"], rows["reqsz"],
+        lat = _latency(p, rows["cpuPer"] + rows[_RUNQ_COUNTED], rows["reads_per_query"], rows["reqsz"],
                        rows["threads"], delay=rows["delay_us"], bs_kib=self.bs_kib, device=dev)
         keep = [c for c in ("test", "threads", "delay_us", *_CARRY) if c in rows.columns]
         out = rows[keep].copy()
@@ -542,8 +551,8 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
     measured latency per query - 1), each kind multiplied by its weight.
     """
     t_f, d_f = fio["threads"].to_numpy(float), fio["delay_us"].to_numpy(float)
-    dev_obs = (fio["rx.lat"] - fio["cpuPer"] - fio[RUNQ]).to_numpy(float)
-    cols = {c: db[c].to_numpy(float) for c in ("cpuPer", RUNQ, "reads_per_query", "threads", "delay_us",
+    dev_obs = (fio["rx.lat"] - fio["cpuPer"] - fio[_RUNQ_COUNTED]).to_numpy(float)
+    cols = {c: db[c].to_numpy(float) for c in ("cpuPer", _RUNQ_COUNTED, "reads_per_query", "threads", "delay_us",
                                                  "lat_meas_us", "fio_device_us")}
     reqsz = pd.to_numeric(db["reqsz"]).to_numpy(float)
     dev_override = cols["fio_device_us"] if device == "baseline" else None
@@ -557,7 +566,7 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
     def resid(x):
         p = unpack(x)
         r_f = _device(p, t_f, d_f) / dev_obs - 1.0
-        lat = _latency(p, cols["cpuPer"] + cols[RUNQ], cols["reads_per_query"], reqsz, cols["threads"],
+        lat = _latency(p, cols["cpuPer"] + cols[_RUNQ_COUNTED], cols["reads_per_query"], reqsz, cols["threads"],
                        delay=cols["delay_us"], bs_kib=bs_kib, device=dev_override)
         return np.concatenate([w_fio * r_f, w_db * (lat / cols["lat_meas_us"] - 1.0)])
 
@@ -568,7 +577,7 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
 def _initial(fio: pd.DataFrame) -> dict[str, float]:
     """Starting values from the fio rows (lowest-delay rows: a line in threads)."""
     undelayed = fio[fio["delay_us"] == fio["delay_us"].min()]
-    dev = (undelayed["rx.lat"] - undelayed["cpuPer"] - undelayed[RUNQ]).to_numpy(float)
+    dev = (undelayed["rx.lat"] - undelayed["cpuPer"] - undelayed[_RUNQ_COUNTED]).to_numpy(float)
     t = undelayed["threads"].to_numpy(float)
     if np.unique(t).size >= 2:
         slope, icpt = np.polyfit(t - 1.0, dev, 1)
@@ -633,7 +642,7 @@ def _resample(rows: pd.DataFrame, rng) -> pd.DataFrame:
 
 
 def fit(df: pd.DataFrame, *, bs_kib: float = DEFAULT_BS_KIB, device: str = "curve",
-        n_boot: int = 0, random_state: int = 0) -> ModelFit:
+        n_boot: int = 0, random_state: int = 0, runq: bool = False) -> ModelFit:
     """Fit the model to step rows (RocksDB and fio baseline rows in one frame).
 
     device="curve" (default) predicts with the fitted device(threads, delay)
@@ -645,10 +654,13 @@ def fit(df: pd.DataFrame, *, bs_kib: float = DEFAULT_BS_KIB, device: str = "curv
     resampled within each (threads, delay_us) cell, fio and RocksDB rows
     apart, refitted with the same free parameters and weights); with one
     row per cell they say nothing, so measure repetitions.
+    runq=True counts each row's measured wait for a CPU (runqPer) beside its
+    cpuPer, and takes it out of fio's device term (see the module's notes
+    for why it is off by default).
     """
     if device not in ("curve", "baseline"):
         raise ValueError(f"device={device!r}: choose 'curve' or 'baseline'")
-    d = _prepare(df)
+    d = _prepare(df, runq=runq)
     base = _baselines(d)
     fio, db = d[d["_fio"]], _with_efficiency(d, base)
     res, p, free, held, weights = _fit_rows(fio, db, bs_kib, device)
@@ -673,7 +685,7 @@ def fit(df: pd.DataFrame, *, bs_kib: float = DEFAULT_BS_KIB, device: str = "curv
     return ModelFit(params=pd.Series(p)[list(PARAMS)], stderr=stderr, free=free, held=held,
                     components=_components(db), baselines=base, n_fio=len(fio), n_db=len(db),
                     rms_rel=float(np.sqrt(np.mean(raw[len(fio):] ** 2))), bs_kib=bs_kib, device=device,
-                    stderr_boot=boot, cov=cov)
+                    stderr_boot=boot, cov=cov, runq=runq)
 
 
 # --------------------------------------------------------------------------- held-out evaluation
@@ -707,7 +719,7 @@ def evaluate(df: pd.DataFrame, fit_on, **fit_kwargs) -> Evaluation:
     measured iops, as the seed compares). summary: for each model the
     number of rows and the max and median absolute error %.
     """
-    d = _prepare(df)
+    d = _prepare(df, runq=bool(fit_kwargs.get("runq", False)))
     if isinstance(fit_on, pd.Series):
         mask = fit_on.reindex(d.index).fillna(False).astype(bool)
     else:
@@ -723,7 +735,7 @@ def evaluate(df: pd.DataFrame, fit_on, **fit_kwargs) -> Evaluation:
         _fail("fit_on selects no RocksDB row to fit on")
     f = fit(train, **fit_kwargs)
     pred = f.predict(pd.concat([test, d[d["_fio"]]]).drop(columns="_fio"))
-    rows = _with_efficiency(d, _baselines(d)).loc[test.index]
+    rows = _with_efficiency(d, _baselines(d)).loc[test.index]  # the seed's model adds fio_runqPer back
     pred["seed_iops_pred"] = _seed_prediction(rows)
     pred["seed_err_iops_pct"] = (pred["seed_iops_pred"] / pred["iops"] - 1.0) * 100.0
     summ = []
@@ -737,17 +749,18 @@ def evaluate(df: pd.DataFrame, fit_on, **fit_kwargs) -> Evaluation:
 
 # --------------------------------------------------------------------------- diagnostics, sensitivity
 
-def latency_gap(df: pd.DataFrame) -> pd.DataFrame:
+def latency_gap(df: pd.DataFrame, runq: bool = False) -> pd.DataFrame:
     """Where the time of a query goes, per RocksDB row, from measured columns only.
 
     Columns: lat_meas_us (threads * 1e6 / qps), rx.lat, io.lat, the gap
     rx.lat - io.lat (the seed's "~20 us"), cpuPer, runqPer (the wait for a
     CPU; 0 where not measured), reads_per_query, the fio device latency
-    (lat - cpuPer - runqPer), and `unexplained_us` = lat_meas - (cpuPer +
-    runqPer + reads_per_query * fio device): what the seed's model misses
-    and the fitted wait term absorbs (about 10 us in every seed row).
+    (lat - cpuPer), and `unexplained_us` = lat_meas - (cpuPer +
+    reads_per_query * fio device): what the seed's model misses and the
+    fitted wait term absorbs (about 10 us in every seed row). runq=True
+    counts runqPer as explained, in RocksDB's latency and out of fio's device.
     """
-    d = _prepare(df)
+    d = _prepare(df, runq=runq)
     rows = _with_efficiency(d, _baselines(d))
     keep = [c for c in ("test", "threads", "delay_us", *_CARRY) if c in rows.columns]
     out = rows[keep].copy()
@@ -758,7 +771,7 @@ def latency_gap(df: pd.DataFrame) -> pd.DataFrame:
     out[RUNQ] = rows[RUNQ]
     out["reads_per_query"] = rows["reads_per_query"]
     out["fio_device_us"] = rows["fio_device_us"]
-    explained = out["cpuPer"] + out[RUNQ] + out["reads_per_query"] * out["fio_device_us"]
+    explained = out["cpuPer"] + rows[_RUNQ_COUNTED] + out["reads_per_query"] * out["fio_device_us"]
     out["unexplained_us"] = out["lat_meas_us"] - explained
     return out
 

@@ -242,20 +242,25 @@ def test_measured_wait_for_a_cpu_predicts_more_clients_from_one():
     """This machine's threads > 1 wait: readers queue for a CPU (runqPer), RocksDB's more than
     fio's (measured here: 0.1-0.2 us per query at one client, 19-21 at two; fio 13-15). A fit at
     one client cannot know the wait at two, unless each row's measured runqPer enters the model
-    as its cpuPer does."""
+    as its cpuPer does (runq=True)."""
     truth = {**TRUE, "wait_per_thread_us": 0.0}
     df = synthetic(seed=5, threads=(1, 2, 3), delays=(0,), reps=1, median_of=3, p=truth,
                    runq=lambda t, is_fio: 0.15 + (7.0 if is_fio else 10.0) * (t - 1))
     one = (df["threads"] == 1).to_numpy()
-    ev = model.evaluate(df, fit_on=one)
-    assert ev.rows["err_iops_pct"].abs().max() < 3.0
+    ev = model.evaluate(df, fit_on=one, runq=True)
+    assert ev.fit.runq and ev.rows["err_iops_pct"].abs().max() < 3.0
     assert {"runqPer", "cpuPer"} <= set(ev.rows.columns)
-    gap = model.latency_gap(df)
+    gap = model.latency_gap(df, runq=True)
     assert gap.groupby("threads")["unexplained_us"].median().diff().abs().max() < 1.0
-    # without the column the same rows leave the growing wait unexplained
-    blind = model.evaluate(df.drop(columns="runqPer"), fit_on=one)
-    assert blind.rows["err_iops_pct"].abs().max() > 5.0
-    assert model.latency_gap(df.drop(columns="runqPer")).groupby("threads")["unexplained_us"].median().diff().min() > 1.0
+    # not counted (the default), or without the column, the growing wait stays unexplained
+    for blind_rows, kw in ((df, {}), (df.drop(columns="runqPer"), {"runq": True})):
+        blind = model.evaluate(blind_rows, fit_on=one, **kw)
+        assert blind.rows["err_iops_pct"].abs().max() > 5.0
+        unexplained = model.latency_gap(blind_rows, **kw).groupby("threads")["unexplained_us"].median()
+        assert unexplained.diff().min() > 1.0
+    # the seed's model is the seed's either way: fio's whole non-CPU time is its device
+    assert ev.rows["seed_iops_pred"].to_numpy() == pytest.approx(
+        model.evaluate(df, fit_on=one).rows["seed_iops_pred"].to_numpy())
 
 
 def test_device_baseline_option_and_predict_without_fio_rows():
