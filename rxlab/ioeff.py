@@ -925,7 +925,8 @@ def model_rows(*results: StudyResult) -> pd.DataFrame:
             continue
         f = r.frame
         keep = (f["tool"] == FIO_TOOL) | ((f["tool"] == DB_TOOL) & f["test"].isin(SEED_TESTS))
-        runq = [model.RUNQ] if model.RUNQ in f.columns else []  # studies stored before it was measured lack it
+        # studies stored before the wait for a CPU was measured lack it
+        runq = [model.RUNQ] if model.RUNQ in f.columns else []
         parts.append(f.loc[keep, [*_KEYS, *[c for c in DB_COLUMNS if c != "test"], *runq]])
     if not parts:
         raise ValueError("no study to take model rows from")

@@ -375,7 +375,8 @@ def _with_efficiency(df: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
                                {"iops": b["iops"], "usPer": b["usPer"], "cpuPer": b["cpuPer"]})
         kept = rows.drop(columns=[c for c in metrics.EFFICIENCY_COLUMNS if c in rows.columns])
         parts.append(kept.assign(**{c: e[c] for c in metrics.EFFICIENCY_COLUMNS},
-                                 fio_device_us=b["device_us"], fio_cpuPer=b["cpuPer"], fio_runqPer=b[_RUNQ_COUNTED],
+                                 fio_device_us=b["device_us"], fio_cpuPer=b["cpuPer"],
+                                 fio_runqPer=b[_RUNQ_COUNTED],
                                  fio_iops=b["iops"]))
     out = pd.concat(parts).loc[db.index]
     if "reads_per_query" not in out.columns:
@@ -552,8 +553,8 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
     """
     t_f, d_f = fio["threads"].to_numpy(float), fio["delay_us"].to_numpy(float)
     dev_obs = (fio["rx.lat"] - fio["cpuPer"] - fio[_RUNQ_COUNTED]).to_numpy(float)
-    cols = {c: db[c].to_numpy(float) for c in ("cpuPer", _RUNQ_COUNTED, "reads_per_query", "threads", "delay_us",
-                                                 "lat_meas_us", "fio_device_us")}
+    cols = {c: db[c].to_numpy(float) for c in ("cpuPer", _RUNQ_COUNTED, "reads_per_query", "threads",
+                                                 "delay_us", "lat_meas_us", "fio_device_us")}
     reqsz = pd.to_numeric(db["reqsz"]).to_numpy(float)
     dev_override = cols["fio_device_us"] if device == "baseline" else None
     w_fio, w_db = weights
@@ -566,8 +567,8 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
     def resid(x):
         p = unpack(x)
         r_f = _device(p, t_f, d_f) / dev_obs - 1.0
-        lat = _latency(p, cols["cpuPer"] + cols[_RUNQ_COUNTED], cols["reads_per_query"], reqsz, cols["threads"],
-                       delay=cols["delay_us"], bs_kib=bs_kib, device=dev_override)
+        lat = _latency(p, cols["cpuPer"] + cols[_RUNQ_COUNTED], cols["reads_per_query"], reqsz,
+                       cols["threads"], delay=cols["delay_us"], bs_kib=bs_kib, device=dev_override)
         return np.concatenate([w_fio * r_f, w_db * (lat / cols["lat_meas_us"] - 1.0)])
 
     res = least_squares(resid, np.asarray(x0, float), x_scale="jac", method="trf")
