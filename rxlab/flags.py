@@ -99,6 +99,7 @@ FIO_FLAGS: dict[str, Callable] = {
     "ioengine": _str, "iodepth": _int, "numjobs": _int, "runtime": _float, "time_based": _bool,
     "ramp_time": _float, "engine_options": _str, "json": _bool, "quiet": _bool, "real": _bool,
     "runs_dir": _str, "seed": _int, "iodepth_batch_submit": _int, "iodepth_batch_complete_max": _int,
+    "thinktime": _float, "thinktime_spin": _float,
 }
 
 

@@ -64,13 +64,17 @@ def engine_uri(ioengine: str, options: str = "") -> str:
 def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True, ioengine: str = "sync",
         iodepth: int = 1, numjobs: int = 1, runtime: float = 10, ramp_time: float = 1,
         engine_options: str = "", seed: int = 1, iodepth_batch_submit: int = 1,
-        iodepth_batch_complete_max: int = 1) -> list[dict]:
+        iodepth_batch_complete_max: int = 1, thinktime: float = 0, thinktime_spin: float = 0) -> list[dict]:
     """Run the raw-IO benchmark; one row per job plus a total row (job='total').
 
     ``iodepth_batch_submit`` and ``iodepth_batch_complete_max`` mean what
     they mean in fio and default to fio's defaults (1 and 1): each IO is
     submitted as it is queued, and each wait reaps one completion, so its
     slot is refilled at once and the queue stays at iodepth.
+    ``thinktime`` and ``thinktime_spin`` (us) are fio's too: before each IO
+    after the first a job spins for thinktime_spin and sleeps the rest of
+    thinktime. The spin is CPU work without IO (it is in cpuPer, not in the
+    IO latency): it sets how busy each client keeps its CPU.
     """
     from . import _core
 
@@ -94,13 +98,18 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
                     ("iodepth_batch_complete_max", iodepth_batch_complete_max)):
         if not 1 <= int(v) <= int(iodepth):
             raise ValueError(f"{name}={v}: must be 1..iodepth ({iodepth})")
+    if not 0 <= float(thinktime) <= 1e6:
+        raise ValueError(f"thinktime={thinktime}: must be 0..1000000 us")
+    if not 0 <= float(thinktime_spin) <= float(thinktime):
+        raise ValueError(f"thinktime_spin={thinktime_spin}: must be 0..thinktime ({thinktime} us)")
     if size_b < bs_b:
         raise ValueError(f"size={size_b}: smaller than bs={bs_b}")
     layout(filename, size_b)
     args = {"filename": str(filename), "engine": uri, "rw": rw, "bs": bs_b, "size": size_b,
             "direct": bool(direct), "iodepth": int(iodepth), "numjobs": int(numjobs), "seed": seed,
             "iodepth_batch_submit": int(iodepth_batch_submit),
-            "iodepth_batch_complete_max": int(iodepth_batch_complete_max)}
+            "iodepth_batch_complete_max": int(iodepth_batch_complete_max),
+            "thinktime": float(thinktime), "thinktime_spin": float(thinktime_spin)}
     if ramp_time > 0:
         _core.rawio(**args, runtime=float(ramp_time))
     dev = sysinfo.device_for_path(filename)
@@ -113,7 +122,8 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
     common = {"name": name, "tool": "rxlab-fio", "ioengine": ioengine, "engine_uri": uri, "rw": rw,
               "bs": bs_b, "iodepth": iodepth, "numjobs": numjobs, "direct": bool(direct),
               "iodepth_batch_submit": int(iodepth_batch_submit),
-              "iodepth_batch_complete_max": int(iodepth_batch_complete_max)}
+              "iodepth_batch_complete_max": int(iodepth_batch_complete_max),
+              "thinktime": float(thinktime), "thinktime_spin": float(thinktime_spin)}
     rows, merged = [], {}
     for j, job in enumerate(res["jobs"]):
         buckets = [(lo / 1000.0, c) for lo, c in job["lat_buckets"]]

@@ -189,6 +189,8 @@ FIO_BAD = [
     ("size", ["--size=12x"], "12x"),
     ("direct-bool", ["--direct=maybe"], "maybe"),
     ("engine-options", ["--ioengine=io_uring", "--engine_options=bogus=1"], "bogus"),
+    ("thinktime-spin", ["--thinktime=10", "--thinktime_spin=20"], "thinktime_spin=20"),
+    ("thinktime-real", ["--thinktime=20", "--thinktime_spin=20", "--real"], "with --real"),
 ]
 
 
@@ -390,3 +392,25 @@ def test_rxlab_fio_records_the_jobs_wait_for_a_cpu(fio_file):
     assert tot["worker_run_delay_s"] > 0
     seed = metrics.seed_columns(tot).iloc[0]
     assert seed["runqPer"] == pytest.approx(tot["worker_run_delay_s"] * 1e6 / tot["ops"])
+
+
+def test_rxlab_fio_thinktime_spin_is_cpu_between_ios_not_io_latency(fio_file):
+    """fio's thinktime/thinktime_spin: each IO after the first waits for a spin of
+    thinktime_spin us on the job's CPU. The spin is user CPU per IO, and it is outside
+    each IO's latency, so the cycle (1e6 / IOPS) grows by it while the latency does not."""
+    kw = {"size": "256m", "runtime": 0.6, "ramp_time": 0, "ioengine": "sync"}
+    plain = rawio.run(fio_file, **kw)[-1]
+    spun = rawio.run(fio_file, thinktime=50, thinktime_spin=50, **kw)[-1]
+    assert spun["thinktime"] == 50 and spun["thinktime_spin"] == 50 and plain["thinktime"] == 0
+    user_per_io = lambda r: r["cpu_user_s"] * 1e6 / r["ops"]  # noqa: E731
+    cycle = lambda r: r["wall_s"] * 1e6 / r["ops"]  # noqa: E731
+    assert user_per_io(spun) - user_per_io(plain) == pytest.approx(50, abs=10)
+    assert cycle(spun) - spun["lat_mean_us"] >= 50
+    assert cycle(plain) - plain["lat_mean_us"] < 25
+    slept = rawio.run(fio_file, thinktime=50, **kw)[-1]  # a stall without spinning: no CPU
+    assert user_per_io(slept) - user_per_io(plain) < 20 and cycle(slept) - slept["lat_mean_us"] >= 50
+    for bad, match in (({"thinktime": -1}, "thinktime=-1: must be 0..1000000"),
+                       ({"thinktime": 10, "thinktime_spin": 20}, r"thinktime_spin=20: must be 0..thinktime")):
+        with pytest.raises(ValueError, match=match):
+            rawio.run(fio_file, **kw, **bad)
+

@@ -76,6 +76,16 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
   double u0 = ThreadCpuSeconds(true), s0 = ThreadCpuSeconds(false), q0 = ThreadRunDelaySeconds();
   uint64_t t0 = MonoNs(), end = t0 + static_cast<uint64_t>(s.runtime * 1e9);
   int inflight = 0, since_submit = 0;
+  uint64_t issued = 0;
+  const uint64_t think_ns = static_cast<uint64_t>(s.thinktime_us * 1000);
+  const uint64_t think_spin_ns = static_cast<uint64_t>(s.thinktime_spin_us * 1000);
+  if (think_ns > think_spin_ns) prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  auto think = [&] {
+    uint64_t t = MonoNs();
+    while (MonoNs() - t < think_spin_ns) {
+    }
+    if (think_ns > think_spin_ns) WaitUntil(t + think_ns, 0);
+  };
   auto finish = [&](Slot* sl, uint64_t now) {
     if (sl->io.res < 0 && sl->io.res != -EINTR && sl->io.res != -EAGAIN && error->empty())
       *error = std::string("io error: ") + strerror(static_cast<int>(-sl->io.res));
@@ -102,6 +112,10 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
     // Re-check the clock per request: a synchronous engine completes inside
     // Queue() and hands its slot straight back.
     while (!free_slots.empty() && MonoNs() < end) {
+      if (think_ns > 0 && issued > 0) {
+        think();
+        if (MonoNs() >= end) break;
+      }
       Slot* sl = free_slots.back();
       uint64_t b = random ? next_rand() % blocks : (seq++ % blocks);
       sl->io.offset = b * s.bs;
@@ -118,6 +132,7 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
       QueueResult q = e->Queue(&sl->io);
       if (q == QueueResult::kBusy) break;
       free_slots.pop_back();
+      issued++;
       if (q == QueueResult::kCompleted) {
         uint64_t t = MonoNs();
         if (sl->deadline > t) {
@@ -200,6 +215,11 @@ RawIoResult RunRawIo(const RawIoSpec& s) {
   if (s.batch_complete < 1 || s.batch_complete > s.iodepth)
     throw InputError("iodepth_batch_complete_max=" + std::to_string(s.batch_complete) +
                      ": must be 1..iodepth (" + std::to_string(s.iodepth) + ")");
+  if (!(s.thinktime_us >= 0 && s.thinktime_us <= 1e6))
+    throw InputError("thinktime=" + std::to_string(s.thinktime_us) + ": must be 0..1000000 us");
+  if (!(s.thinktime_spin_us >= 0 && s.thinktime_spin_us <= s.thinktime_us))
+    throw InputError("thinktime_spin=" + std::to_string(s.thinktime_spin_us) + ": must be 0..thinktime (" +
+                     std::to_string(s.thinktime_us) + " us)");
   Config cfg;
   std::string err;
   if (!ParseUri(s.engine_uri, &cfg, &err)) throw InputError("ioengine '" + s.engine_uri + "': " + err);

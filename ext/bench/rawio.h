@@ -30,6 +30,12 @@ struct RawIoSpec {
   // last slot of a burst of 32 sat idle for ~30 submit calls (measured at
   // qd32 libaio: 27 in flight by Little's law and 9% fewer IOPS than fio).
   int batch_complete = 1;
+  // fio's thinktime and thinktime_spin (us): before each IO after the
+  // first, the job spins for thinktime_spin, then sleeps for the rest of
+  // thinktime. Spinning stands in for the CPU work a query does between
+  // reads, so one client's CPU load can be set apart from its IO.
+  double thinktime_us = 0;
+  double thinktime_spin_us = 0;
 };
 
 struct RawIoJob {
