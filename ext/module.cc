@@ -346,7 +346,7 @@ PYBIND11_MODULE(_core, m) {
       RX_FIELD(seek_nexts) RX_FIELD(reverse_iterator) RX_FIELD(async_io) RX_FIELD(multiread_batched)
       RX_FIELD(optimize_multiget_for_io) RX_FIELD(multiread_stride) RX_FIELD(verify_checksums)
       RX_FIELD(readahead_size) RX_FIELD(sync) RX_FIELD(disable_wal) RX_FIELD(write_rate_limit)
-      RX_FIELD(perf_level) RX_FIELD(perf_events) RX_FIELD(seed) RX_FIELD(mix_get_ratio) RX_FIELD(mix_put_ratio)
+      RX_FIELD(perf_level) RX_FIELD(perf_events) RX_FIELD(cpus_split) RX_FIELD(seed) RX_FIELD(mix_get_ratio) RX_FIELD(mix_put_ratio)
       RX_FIELD(mix_seek_ratio) RX_FIELD(keyrange_dist_a) RX_FIELD(keyrange_dist_b)
       RX_FIELD(keyrange_dist_c) RX_FIELD(keyrange_dist_d) RX_FIELD(keyrange_num) RX_FIELD(value_k)
       RX_FIELD(value_sigma) RX_FIELD(iter_k) RX_FIELD(iter_sigma) RX_FIELD(sine_a) RX_FIELD(sine_b)
@@ -398,9 +398,10 @@ PYBIND11_MODULE(_core, m) {
   m.def("rawio", [](const std::string& filename, const std::string& engine, const std::string& rw,
                     size_t bs, uint64_t size, bool direct, int iodepth, int numjobs, double runtime,
                     uint64_t seed, int iodepth_batch_submit, int iodepth_batch_complete_max,
-                    double thinktime, double thinktime_spin) {
+                    double thinktime, double thinktime_spin, bool cpus_split) {
     rxlab::RawIoSpec sp{filename, engine, rw, bs, size, direct, iodepth, numjobs, runtime, seed,
-                        iodepth_batch_submit, iodepth_batch_complete_max, thinktime, thinktime_spin};
+                        iodepth_batch_submit, iodepth_batch_complete_max, thinktime, thinktime_spin,
+                        cpus_split};
     rxlab::RawIoResult r;
     {
       py::gil_scoped_release nogil;
@@ -421,6 +422,8 @@ PYBIND11_MODULE(_core, m) {
       d["lat_max_ns"] = j.lat_max_ns;
       d["lat_buckets"] = j.lat_buckets;
       d["syscalls"] = j.syscalls;
+      if (j.cpu >= 0) d["cpu"] = j.cpu;
+      else d["cpu"] = py::none();
       jobs.append(d);
     }
     py::dict out;
@@ -432,7 +435,7 @@ PYBIND11_MODULE(_core, m) {
      py::arg("bs") = 8192, py::arg("size") = 0, py::arg("direct") = true, py::arg("iodepth") = 1,
      py::arg("numjobs") = 1, py::arg("runtime") = 10.0, py::arg("seed") = 1,
      py::arg("iodepth_batch_submit") = 1, py::arg("iodepth_batch_complete_max") = 1,
-     py::arg("thinktime") = 0.0, py::arg("thinktime_spin") = 0.0,
+     py::arg("thinktime") = 0.0, py::arg("thinktime_spin") = 0.0, py::arg("cpus_split") = false,
      "rxlab's fio: IO through an rxlab engine, measured like RocksDB.");
 
   py::class_<PyIterator>(m, "Iterator")

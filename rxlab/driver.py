@@ -59,7 +59,7 @@ SEQUENCES = {
 STEP_FIELDS = ("num", "ops", "duration", "threads", "key_size", "value_size", "compression_ratio",
                "batch_size", "seek_nexts", "reverse_iterator", "async_io", "multiread_batched",
                "optimize_multiget_for_io", "multiread_stride", "verify_checksums", "readahead_size",
-               "sync", "disable_wal", "write_rate_limit", "perf_level", "perf_events", "seed",
+               "sync", "disable_wal", "write_rate_limit", "perf_level", "perf_events", "cpus_split", "seed",
                "mix_get_ratio", "mix_put_ratio", "mix_seek_ratio", "keyrange_dist_a", "keyrange_dist_b",
                "keyrange_dist_c", "keyrange_dist_d", "keyrange_num", "value_k", "value_sigma", "iter_k",
                "iter_sigma", "sine_a", "sine_b", "sine_c", "sine_d", "sine_mix_rate",
@@ -107,6 +107,11 @@ class RunSpec:
     # which would be charged to RocksDB. getrusage already gives CPU, context
     # switches and page faults.
     perf_events: bool = False
+    # fio's cpus_allowed_policy for the reader threads: "shared" (the
+    # scheduler places them, as db_bench does) or "split" (thread i pinned to
+    # the i-th allowed CPU). Unpinned, this VM keeps two readers on the vCPU
+    # that takes the disk's interrupt, each waiting for the other (runqPer).
+    cpus_allowed_policy: str = "shared"
     statistics: bool = True
     seek_nexts: int = 10
     batch_size: int = 1
@@ -237,6 +242,11 @@ def validate(spec: RunSpec) -> None:
                              f"RXLAB_BUILD={spec.build} (`rxlab build-module {spec.build}` first)")
     if spec.num < 1:
         raise ValueError(f"num={spec.num}: must be at least 1")
+    from .rawio import CPUS_ALLOWED_POLICIES
+
+    if spec.cpus_allowed_policy not in CPUS_ALLOWED_POLICIES:
+        raise ValueError(f"cpus_allowed_policy={spec.cpus_allowed_policy!r}: allowed are "
+                         f"{', '.join(CPUS_ALLOWED_POLICIES)}")
     if spec.threads < 1 or spec.threads > 1024:
         raise ValueError(f"threads={spec.threads}: must be 1..1024")
     if spec.key_size < 8:
@@ -318,7 +328,7 @@ def step_spec(spec: RunSpec, step: Mapping, index: int = 0) -> dict:
          "value_size": spec.value_size, "seek_nexts": spec.seek_nexts, "batch_size": spec.batch_size,
          "async_io": spec.async_io, "multiread_batched": spec.multiread_batched,
          "write_rate_limit": spec.write_rate_limit, "perf_level": spec.perf_level, "perf_events": spec.perf_events,
-         "seed": spec.seed + index}
+         "cpus_split": spec.cpus_allowed_policy == "split", "seed": spec.seed + index}
     if step["name"] in READ_STEPS:
         d["duration"] = spec.duration
         d["ops"] = spec.reads

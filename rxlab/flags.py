@@ -66,6 +66,7 @@ BENCH_FLAGS: dict[str, tuple[str, Callable]] = {
     "compaction_readahead_size": ("compaction_readahead_size", _int),
     "perf_level": ("perf_level", _int),
     "perf_events": ("perf_events", _bool),
+    "cpus_allowed_policy": ("cpus_allowed_policy", _str),
     "statistics": ("statistics", _bool),
     "seed": ("seed", _int),
     "benchmark_write_rate_limit": ("write_rate_limit", _int),
@@ -99,7 +100,7 @@ FIO_FLAGS: dict[str, Callable] = {
     "ioengine": _str, "iodepth": _int, "numjobs": _int, "runtime": _float, "time_based": _bool,
     "ramp_time": _float, "engine_options": _str, "json": _bool, "quiet": _bool, "real": _bool,
     "runs_dir": _str, "seed": _int, "iodepth_batch_submit": _int, "iodepth_batch_complete_max": _int,
-    "thinktime": _float, "thinktime_spin": _float,
+    "thinktime": _float, "thinktime_spin": _float, "cpus_allowed_policy": _str,
 }
 
 

@@ -54,6 +54,11 @@ def layout(filename: str | os.PathLike, size: int, quiet: bool = True) -> bool:
     return True
 
 
+# fio's cpus_allowed_policy: "shared" (the scheduler places the jobs) or
+# "split" (job i pinned to the i-th allowed CPU).
+CPUS_ALLOWED_POLICIES = ("shared", "split")
+
+
 def engine_uri(ioengine: str, options: str = "") -> str:
     if ioengine not in ENGINES:
         raise ValueError(f"ioengine={ioengine!r}: allowed are {', '.join(ENGINES)}")
@@ -64,7 +69,8 @@ def engine_uri(ioengine: str, options: str = "") -> str:
 def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True, ioengine: str = "sync",
         iodepth: int = 1, numjobs: int = 1, runtime: float = 10, ramp_time: float = 1,
         engine_options: str = "", seed: int = 1, iodepth_batch_submit: int = 1,
-        iodepth_batch_complete_max: int = 1, thinktime: float = 0, thinktime_spin: float = 0) -> list[dict]:
+        iodepth_batch_complete_max: int = 1, thinktime: float = 0, thinktime_spin: float = 0,
+        cpus_allowed_policy: str = "shared") -> list[dict]:
     """Run the raw-IO benchmark; one row per job plus a total row (job='total').
 
     ``iodepth_batch_submit`` and ``iodepth_batch_complete_max`` mean what
@@ -75,6 +81,8 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
     after the first a job spins for thinktime_spin and sleeps the rest of
     thinktime. The spin is CPU work without IO (it is in cpuPer, not in the
     IO latency): it sets how busy each client keeps its CPU.
+    ``cpus_allowed_policy`` is fio's: "shared" leaves the jobs to the
+    scheduler, "split" pins job i to the i-th CPU the process may use.
     """
     from . import _core
 
@@ -102,6 +110,9 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
         raise ValueError(f"thinktime={thinktime}: must be 0..1000000 us")
     if not 0 <= float(thinktime_spin) <= float(thinktime):
         raise ValueError(f"thinktime_spin={thinktime_spin}: must be 0..thinktime ({thinktime} us)")
+    if cpus_allowed_policy not in CPUS_ALLOWED_POLICIES:
+        raise ValueError(f"cpus_allowed_policy={cpus_allowed_policy!r}: allowed are "
+                         f"{', '.join(CPUS_ALLOWED_POLICIES)}")
     if size_b < bs_b:
         raise ValueError(f"size={size_b}: smaller than bs={bs_b}")
     layout(filename, size_b)
@@ -109,7 +120,8 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
             "direct": bool(direct), "iodepth": int(iodepth), "numjobs": int(numjobs), "seed": seed,
             "iodepth_batch_submit": int(iodepth_batch_submit),
             "iodepth_batch_complete_max": int(iodepth_batch_complete_max),
-            "thinktime": float(thinktime), "thinktime_spin": float(thinktime_spin)}
+            "thinktime": float(thinktime), "thinktime_spin": float(thinktime_spin),
+            "cpus_split": cpus_allowed_policy == "split"}
     if ramp_time > 0:
         _core.rawio(**args, runtime=float(ramp_time))
     dev = sysinfo.device_for_path(filename)
@@ -123,7 +135,8 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
               "bs": bs_b, "iodepth": iodepth, "numjobs": numjobs, "direct": bool(direct),
               "iodepth_batch_submit": int(iodepth_batch_submit),
               "iodepth_batch_complete_max": int(iodepth_batch_complete_max),
-              "thinktime": float(thinktime), "thinktime_spin": float(thinktime_spin)}
+              "thinktime": float(thinktime), "thinktime_spin": float(thinktime_spin),
+              "cpus_allowed_policy": cpus_allowed_policy}
     rows, merged = [], {}
     for j, job in enumerate(res["jobs"]):
         buckets = [(lo / 1000.0, c) for lo, c in job["lat_buckets"]]
@@ -132,7 +145,7 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
         rows.append({**common, "job": str(j), "ops": job["ios"], "bytes": job["bytes"],
                      "wall_s": job["seconds"], "cpu_user_s": job["cpu_user_s"],
                      "cpu_sys_s": job["cpu_sys_s"], "worker_run_delay_s": job["run_delay_s"],
-                     "syscalls": job["syscalls"],
+                     "syscalls": job["syscalls"], "cpu": job["cpu"],
                      "lat_mean_us": job["lat_sum_ns"] / max(job["lat_count"], 1) / 1000.0,
                      "max_us": job["lat_max_ns"] / 1000.0,
                      **metrics.histogram_percentiles(buckets),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -565,3 +566,18 @@ def test_a_spec_names_its_build_and_runs_only_on_it(tmp_path):
                                          r"with RXLAB_BUILD=9.9.9-nosuch"):
         driver.validate(spec)
     driver.validate(driver.RunSpec(db=str(tmp_path / "db"), num=100, build=active_build().name))
+
+
+def test_cpus_allowed_policy_split_pins_each_reader(open_session):
+    """fio's cpus_allowed_policy=split for the reader threads: each is pinned to its own
+    allowed CPU before it starts, so no reader migrates during the step."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: nothing to split")
+    s = open_session(threads=2, duration=1.0, perf_events=True, cpus_allowed_policy="split")
+    load(s)
+    row = step(s, "readrandom")
+    assert row["ops"] > 0 and row["found"] == row["ops"]
+    assert row["perf.cpu_migrations"] == 0
+    assert not any("cpus_allowed_policy" in n for n in row.get("notes", []))
+    with pytest.raises(ValueError, match=r"^cpus_allowed_policy='spread': allowed are shared, split$"):
+        make_spec(Path(s.spec.db).parent / "other", cpus_allowed_policy="spread")

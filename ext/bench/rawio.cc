@@ -28,6 +28,10 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
             std::string* error) {
   ThreadCounters counters;
   std::string err;
+  if (s.cpus_split && (out->cpu = PinThreadSplit(job)) < 0) {
+    *error = std::string("cpus_allowed_policy=split: sched_setaffinity: ") + strerror(errno);
+    return;
+  }
   const EngineDef* def = FindEngine(cfg.engine);
   std::unique_ptr<Engine> e = def->create(cfg, &counters, &err);
   if (!e) {

@@ -36,6 +36,7 @@ struct RawIoSpec {
   // reads, so one client's CPU load can be set apart from its IO.
   double thinktime_us = 0;
   double thinktime_spin_us = 0;
+  bool cpus_split = false;           // fio's cpus_allowed_policy=split
 };
 
 struct RawIoJob {
@@ -46,6 +47,7 @@ struct RawIoJob {
   uint64_t lat_count = 0, lat_sum_ns = 0, lat_max_ns = 0;
   std::vector<std::pair<uint64_t, uint64_t>> lat_buckets;  // (lower ns, count)
   uint64_t syscalls = 0;
+  int cpu = -1;                          // the CPU it was pinned to (cpus_split), else -1
 };
 
 struct RawIoResult {

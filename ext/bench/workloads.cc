@@ -148,6 +148,7 @@ struct ThreadOut {
   int64_t ops = 0, calls = 0, found = 0, bytes = 0;
   double user_s = 0, sys_s = 0;  // this worker's own CPU during fn
   double run_delay_s = -1;       // its time waiting for a CPU during fn (-1: unknown)
+  bool pin_failed = false;       // cpus_split asked for and sched_setaffinity refused
   std::unique_ptr<LatencyHistogram> hist[kNumOps];
   std::map<std::string, uint64_t> perf_context, iostats;
   std::vector<int64_t> events;
@@ -179,6 +180,7 @@ class Runner {
     for (int i = 0; i < n; i++) {
       ts.emplace_back([&, i] {
         ThreadOut& o = *outs_[i];
+        if (s_.cpus_split && PinThreadSplit(i) < 0) o.pin_failed = true;
         rocksdb::SetPerfLevel(static_cast<rocksdb::PerfLevel>(s_.perf_level));
         rocksdb::get_perf_context()->Reset();
         rocksdb::get_iostats_context()->Reset();
@@ -503,7 +505,9 @@ class Runner {
     LatencyHistogram merged[kNumOps];
     std::vector<int64_t> ev(PerfEvents::Defs().size(), 0);
     std::vector<bool> avail(ev.size(), true);
+    bool pin_failed = false;
     for (auto& o : outs_) {
+      pin_failed = pin_failed || o->pin_failed;
       res->ops += o->ops;
       res->calls += o->calls;
       res->found += o->found;
@@ -521,6 +525,8 @@ class Runner {
         else ev[i] += o->events[i];
       }
     }
+    if (pin_failed)
+      res->notes.push_back("cpus_allowed_policy=split: sched_setaffinity failed, the workers ran unpinned");
     if (!outs_.empty() && !outs_[0]->events.empty())
       for (size_t i = 0; i < ev.size(); i++) res->perf_events[PerfEvents::Defs()[i].name] = avail[i] ? ev[i] : -1;
     for (int i = 0; i < kNumOps; i++) {

@@ -40,6 +40,8 @@ struct StepSpec {
   // events add work to every context switch of the thread, so they can be
   // turned off to measure what they cost.
   bool perf_events = false;
+  // fio's cpus_allowed_policy=split: worker i pinned to the i-th allowed CPU.
+  bool cpus_split = false;
   uint64_t seed = 0;             // 0: a fixed default; thread i uses seed + i
   // mixgraph (db_bench's names; defaults: the lab report's ZippyDB values)
   double mix_get_ratio = 0.85, mix_put_ratio = 0.14, mix_seek_ratio = 0.01;
