@@ -163,7 +163,7 @@ def _fio(argv) -> int:
     kw = {k: a[k] for k in ("rw", "bs", "size", "direct", "ioengine", "iodepth", "numjobs", "runtime",
                             "ramp_time", "engine_options", "seed", "iodepth_batch_submit",
                             "iodepth_batch_complete_max", "thinktime", "thinktime_spin",
-                            "cpus_allowed_policy") if k in a}
+                            "cpus_allowed_policy", "cpus_allowed") if k in a}
     name = a.get("name") or "fio"
     if a.get("real") and (kw.get("thinktime") or kw.get("thinktime_spin")):
         # Checked before anything runs. fio 3.33 never finished a job with
@@ -177,11 +177,13 @@ def _fio(argv) -> int:
                                         {"tool": "rxlab-fio", "name": name}, **kw)}
     if a.get("real"):
         batching = {k: kw[k] for k in ("iodepth_batch_submit", "iodepth_batch_complete_max") if k in kw}
-        if kw.get("cpus_allowed_policy") == "split":  # fio splits the set given by cpus_allowed
-            batching.update(cpus_allowed=",".join(map(str, sorted(os.sched_getaffinity(0)))),
-                            cpus_allowed_policy="split")
+        if kw.get("cpus_allowed") or kw.get("cpus_allowed_policy") == "split":
+            # fio splits the set given by cpus_allowed
+            everything = ",".join(map(str, sorted(os.sched_getaffinity(0))))
+            batching["cpus_allowed"] = kw.get("cpus_allowed") or everything
+            batching["cpus_allowed_policy"] = kw.get("cpus_allowed_policy", "shared")
         real_kw = {k: v for k, v in kw.items()
-                   if k not in ("engine_options", "seed", "cpus_allowed_policy", *batching)}
+                   if k not in ("engine_options", "seed", "cpus_allowed_policy", "cpus_allowed", *batching)}
         result["fio"] = refs.run_fio(a["filename"], **real_kw, extra=batching or None)
         stored["fio"] = rawio.store_rows(a.get("runs_dir"), a["filename"], result["fio"],
                                          {"tool": "fio", "name": name}, **real_kw, **batching)

@@ -10,6 +10,7 @@ libaio and io_uring are ours.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -59,6 +60,41 @@ def layout(filename: str | os.PathLike, size: int, quiet: bool = True) -> bool:
 CPUS_ALLOWED_POLICIES = ("shared", "split")
 
 
+def parse_cpus(text: str) -> set[int]:
+    """fio's CPU list ("1", "0,2-3") as a set, checked against the CPUs this thread may use."""
+    allowed = os.sched_getaffinity(0)
+    out: set[int] = set()
+    for part in str(text).split(","):
+        lo, _, hi = part.strip().partition("-")
+        try:
+            a, b = int(lo), int(hi or lo)
+        except ValueError:
+            raise ValueError(f"cpus_allowed={text!r}: expected CPU numbers and ranges such as 1 or "
+                             "0,2-3") from None
+        if a > b or a < 0:
+            raise ValueError(f"cpus_allowed={text!r}: bad range {part.strip()!r}")
+        out.update(range(a, b + 1))
+    if not out <= allowed:
+        missing = ", ".join(map(str, sorted(out - allowed)))
+        raise ValueError(f"cpus_allowed={text!r}: CPU(s) {missing} are not available "
+                         f"(allowed: {', '.join(map(str, sorted(allowed)))})")
+    return out
+
+
+@contextlib.contextmanager
+def _affinity(cpus: set[int] | None):
+    """Restrict the calling thread (and the threads it starts) to `cpus` for the block."""
+    if not cpus:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def engine_uri(ioengine: str, options: str = "") -> str:
     if ioengine not in ENGINES:
         raise ValueError(f"ioengine={ioengine!r}: allowed are {', '.join(ENGINES)}")
@@ -70,7 +106,7 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
         iodepth: int = 1, numjobs: int = 1, runtime: float = 10, ramp_time: float = 1,
         engine_options: str = "", seed: int = 1, iodepth_batch_submit: int = 1,
         iodepth_batch_complete_max: int = 1, thinktime: float = 0, thinktime_spin: float = 0,
-        cpus_allowed_policy: str = "shared") -> list[dict]:
+        cpus_allowed_policy: str = "shared", cpus_allowed: str | None = None) -> list[dict]:
     """Run the raw-IO benchmark; one row per job plus a total row (job='total').
 
     ``iodepth_batch_submit`` and ``iodepth_batch_complete_max`` mean what
@@ -82,7 +118,9 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
     thinktime. The spin is CPU work without IO (it is in cpuPer, not in the
     IO latency): it sets how busy each client keeps its CPU.
     ``cpus_allowed_policy`` is fio's: "shared" leaves the jobs to the
-    scheduler, "split" pins job i to the i-th CPU the process may use.
+    scheduler, "split" pins job i to the i-th CPU the jobs may use.
+    ``cpus_allowed`` (fio's, e.g. "1" or "0,2-3") is the set the jobs may use
+    (default: this thread's own affinity).
     """
     from . import _core
 
@@ -113,6 +151,7 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
     if cpus_allowed_policy not in CPUS_ALLOWED_POLICIES:
         raise ValueError(f"cpus_allowed_policy={cpus_allowed_policy!r}: allowed are "
                          f"{', '.join(CPUS_ALLOWED_POLICIES)}")
+    cpus = parse_cpus(cpus_allowed) if cpus_allowed is not None else None
     if size_b < bs_b:
         raise ValueError(f"size={size_b}: smaller than bs={bs_b}")
     layout(filename, size_b)
@@ -122,12 +161,13 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
             "iodepth_batch_complete_max": int(iodepth_batch_complete_max),
             "thinktime": float(thinktime), "thinktime_spin": float(thinktime_spin),
             "cpus_split": cpus_allowed_policy == "split"}
-    if ramp_time > 0:
-        _core.rawio(**args, runtime=float(ramp_time))
-    dev = sysinfo.device_for_path(filename)
-    d0 = sysinfo.diskstats(dev.disk) if dev.disk else None
-    c0 = sysinfo.proc_stat_cpu()
-    res = _core.rawio(**args, runtime=float(runtime))
+    with _affinity(cpus):  # the jobs' threads inherit the caller's affinity
+        if ramp_time > 0:
+            _core.rawio(**args, runtime=float(ramp_time))
+        dev = sysinfo.device_for_path(filename)
+        d0 = sysinfo.diskstats(dev.disk) if dev.disk else None
+        c0 = sysinfo.proc_stat_cpu()
+        res = _core.rawio(**args, runtime=float(runtime))
     d1 = sysinfo.diskstats(dev.disk) if dev.disk else None
     c1 = sysinfo.proc_stat_cpu()
     name = f"fio-{ioengine}"
@@ -136,7 +176,8 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
               "iodepth_batch_submit": int(iodepth_batch_submit),
               "iodepth_batch_complete_max": int(iodepth_batch_complete_max),
               "thinktime": float(thinktime), "thinktime_spin": float(thinktime_spin),
-              "cpus_allowed_policy": cpus_allowed_policy}
+              "cpus_allowed_policy": cpus_allowed_policy,
+              "cpus_allowed": ",".join(map(str, sorted(cpus))) if cpus else None}
     rows, merged = [], {}
     for j, job in enumerate(res["jobs"]):
         buckets = [(lo / 1000.0, c) for lo, c in job["lat_buckets"]]

@@ -193,6 +193,7 @@ FIO_BAD = [
     ("thinktime-spin", ["--thinktime=10", "--thinktime_spin=20"], "thinktime_spin=20"),
     ("thinktime-real", ["--thinktime=20", "--thinktime_spin=20", "--real"], "with --real"),
     ("cpus-allowed-policy", ["--cpus_allowed_policy=spread"], "'spread'"),
+    ("cpus-allowed", ["--cpus_allowed=4096"], "CPU(s) 4096 are not available"),
 ]
 
 
