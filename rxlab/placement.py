@@ -21,6 +21,9 @@ split into CPU, wait for a CPU and the rest.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,7 +32,8 @@ import pandas as pd
 
 from . import figures, metrics, rawio, sysinfo
 
-__all__ = ["CONFIGS", "device_irqs", "fig_placement", "findings", "interrupt_counts", "run", "summary"]
+__all__ = ["CONFIGS", "device_irqs", "fig_placement", "findings", "interrupt_counts", "measure", "run",
+           "summary"]
 
 # (configuration, numjobs, where): "irq" / "other" pin one job to the
 # interrupt's CPU or away from it; "shared" / "split" are fio's policies.
@@ -67,25 +71,29 @@ def interrupt_counts(irqs: Sequence[int], text: str | None = None) -> np.ndarray
     return total
 
 
-def _irq_cpu(filename, irqs: list[int], runtime: float) -> int | None:
+def _irq_cpu(filename, irqs: list[int], runtime: float, size) -> int | None:
     """The CPU that takes most of the device's interrupts during a short read run."""
     if not irqs:
         return None
     before = interrupt_counts(irqs)
-    rawio.run(filename, runtime=min(runtime, 1.0), ramp_time=0, size="256m")
+    rawio.run(filename, runtime=min(runtime, 1.0), ramp_time=0, size=size)
     delta = interrupt_counts(irqs) - before
     return int(np.argmax(delta)) if delta.sum() > 0 else None
 
 
-def run(filename, *, runtime: float = 5, repeats: int = 3, size: str = "2g", progress: bool = True,
-        configs: Sequence[tuple[str, int, str]] = CONFIGS) -> pd.DataFrame:
+def run(filename, *, runtime: float = 5, repeats: int = 3, size: str | int = "2g", progress: bool = True,
+        configs: Sequence[tuple[str, int, str]] = CONFIGS, root=None,
+        scale: str | None = None) -> pd.DataFrame:
     """Measure each configuration `repeats` times (order rotated per repetition).
 
     One row per run: config, numjobs, where, rep, the jobs' CPUs, the
     interrupt's CPU, and from rxlab.metrics iops, cpuPer, usPer, syPer,
     runqPer, lat_us (fio's mean completion latency) and irqs_per_io.
     Needs two CPUs; the pinned single-job configurations need the
-    interrupt's CPU to be known (they are skipped with a note otherwise).
+    interrupt's CPU to be known (they are skipped otherwise). With `root`,
+    each run is also stored there (tool rxlab-fio, name placement-<where>,
+    one `study` id, and `scale` when given), and its directory is in the
+    row's `run` column.
     """
     from tqdm.auto import tqdm
 
@@ -96,13 +104,14 @@ def run(filename, *, runtime: float = 5, repeats: int = 3, size: str = "2g", pro
         raise ValueError(f"placement: repeats={repeats} and runtime={runtime} must be >= 1 and > 0")
     rawio.layout(filename, rawio.parse_size(size))
     irqs = device_irqs(filename)
-    irq_cpu = _irq_cpu(filename, irqs, runtime)
+    irq_cpu = _irq_cpu(filename, irqs, runtime, size)
     plan = []
     for name, jobs, where in configs:
         if where in ("irq", "other") and (irq_cpu is None or irq_cpu not in allowed):
             continue
         plan.append((name, jobs, where))
     rows = []
+    study = time.strftime("%Y%m%dT%H%M%S") + "-placement"
     bar = tqdm(total=repeats * len(plan), desc="placement", disable=not progress, unit="run")
     for rep in range(repeats):
         k = rep % len(plan)
@@ -119,14 +128,38 @@ def run(filename, *, runtime: float = 5, repeats: int = 3, size: str = "2g", pro
             sc = metrics.seed_columns([total]).iloc[0]
             irq_n = int((interrupt_counts(irqs) - before).sum()) if irqs else None
             per_io = irq_n / total["ops"] if irq_n is not None and total["ops"] else np.nan
+            stored = None
+            if root is not None:
+                meta = {"tool": "rxlab-fio", "name": f"placement-{where}", "study": study, "rep": rep,
+                        "config": name, **({"scale": scale} if scale else {})}
+                stored = str(rawio.store_rows(root, filename, out, meta, **kw))
             rows.append({"config": name, "numjobs": jobs, "where": where, "rep": rep,
                          "cpus": ",".join(str(r["cpu"]) for r in out[:-1]), "irq_cpu": irq_cpu,
                          "iops": sc["iops"], "lat_us": total["lat_mean_us"], "cpuPer": sc["cpuPer"],
                          "usPer": sc["usPer"], "syPer": sc["syPer"], "runqPer": sc["runqPer"],
-                         "irqs_per_io": per_io})
+                         "irqs_per_io": per_io, "run": stored})
             bar.update()
     bar.close()
     return pd.DataFrame(rows)
+
+
+def measure(directory=None, *, size: int = 2 << 30, runtime: float = 5, repeats: int = 3, root=None,
+            progress: bool = True, scale: str | None = None) -> pd.DataFrame:
+    """`run` on a file of `size` bytes laid out in `directory` (default: a temporary directory),
+    deleted afterwards; every run stored under `root` (default: the store's)."""
+    from . import store
+
+    temp = directory is None
+    work = Path(tempfile.mkdtemp(prefix="rxlab-placement-")) if temp else Path(directory)
+    work.mkdir(parents=True, exist_ok=True)
+    f = work / f"placement-{os.getpid()}.data"
+    try:
+        return run(f, runtime=runtime, repeats=repeats, size=size, progress=progress,
+                   root=root if root is not None else store.default_root(), scale=scale)
+    finally:
+        f.unlink(missing_ok=True)
+        if temp:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from rxlab import placement, rawio
+from rxlab import placement, rawio, store
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -91,3 +92,13 @@ def test_summary_and_findings_on_known_numbers():
     with pytest.raises(ValueError, match="no rows"):
         placement.summary(pd.DataFrame())
     assert np.isfinite(s["rest_us"]).all()
+
+
+@TWO_CPUS
+def test_measure_stores_every_run_and_removes_its_file(tmp_path):
+    work, runs = tmp_path / "work", tmp_path / "runs"
+    df = placement.measure(work, size=32 << 20, runtime=0.2, repeats=1, root=runs, progress=False)
+    assert len(df) >= 2 and df["run"].map(lambda p: (Path(p) / "run.json").is_file()).all()
+    assert not any(work.iterdir())  # the data file is gone, the results stay in the store
+    spec = store.load_run(df["run"].iloc[0]).spec
+    assert spec["tool"] == "rxlab-fio" and spec["name"].startswith("placement-") and spec["study"]
