@@ -209,7 +209,7 @@ def findings(s: pd.DataFrame) -> str:
 
 def fig_placement(s: pd.DataFrame):
     """Latency per read per configuration, stacked: CPU, wait for a CPU, the rest."""
-    fig, ax = figures.figure(aspect=0.6)
+    fig, ax = figures.figure(aspect=0.62)
     y = np.arange(len(s))
     left = np.zeros(len(s))
     for col, label, color in (("cpuPer", "CPU", "#0072b2"), ("runqPer", "wait for a CPU", "#d55e00"),
@@ -223,6 +223,6 @@ def fig_placement(s: pd.DataFrame):
     ax.invert_yaxis()
     ax.set_xlabel("latency per read (us)")
     ax.set_xlim(0, left.max() * 1.3)
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.4, -0.22), ncol=3)
     ax.set_title("fio sync qd1, 8 KiB O_DIRECT: where the clients run")
     return fig
