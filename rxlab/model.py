@@ -55,6 +55,12 @@ configuration rose from 5.3% to 7.0%. A probe on a larger DB the same day
 (5.7M keys, 3 pairs) had RocksDB at 19-21 us and fio at 13-15 us, where it
 would have helped: which of the two holds is a question for more runs.
 Rows that do not carry it (published seeds, older runs) count it as 0.
+Why more clients from one is hard here (rxlab.placement, notebook 20): a
+blocking read's reader is woken by the CPU that takes the disk's interrupt;
+on these VMs one fio job sleeping on another CPU reads 18-36 us slower,
+and two jobs either share the interrupt's CPU (14-16 us of runqPer each)
+or are spread and one pays the remote wake-up. The term that would carry
+this must come from runs at more than one client.
 
 The wait sits inside the max with the emulated delay because the delay is a
 completion deadline: it hides whatever makes the device slower under RocksDB
