@@ -12,7 +12,7 @@ with one client under:
   before: the seed's setting through rxlab's posix engine, then RocksDB's
   own work (Statistics off, no checksum check, no bloom filter probe, no
   block cache), then the engine (no counters, io_uring, registered files and
-  fixed buffers). The best rung is the one with the highest io.eff, not
+  fixed buffers, DEFER_TASKRUN). The best rung is the one with the highest io.eff, not
   necessarily the last: a change can cost here what it saves elsewhere;
 * SIDE configurations, one change on top of the seed's setting each, that
   are references rather than improvements: RocksDB's own file system, index
@@ -89,6 +89,9 @@ def _ladder() -> list[Config]:
         ("registered files + fixed buffers", "io_uring with registered files and fixed buffers "
          "(no fd lookup, no page pinning per read)",
          {"backend": "io_uring?counters=0&registered_files=1&fixed_buffers=1"}),
+        ("defer taskrun", "io_uring's SINGLE_ISSUER + DEFER_TASKRUN: a read's completion is posted when "
+         "its thread waits for it, without a task-work wake-up of its own",
+         {"backend": "io_uring?counters=0&registered_files=1&fixed_buffers=1&defer_taskrun=1"}),
     ]
     out, backend, spec, step = [], "posix", {}, {}
     for name, change, d in rungs:
@@ -105,9 +108,10 @@ SIDE = [
     Config("index+filter in cache", "index and filter blocks in the 8 MiB block cache, where they compete "
            "with data blocks (cache_index_and_filter_blocks=true)",
            spec={"options": "block_based_table_factory={cache_index_and_filter_blocks=true}"}),
-    Config("sqpoll", "the best rung with an SQPOLL thread (busy-polls a core: see host_cpuPer)",
-           LADDER[-1].backend + "&sqpoll=1", spec=dict(LADDER[-1].spec), step=dict(LADDER[-1].step),
-           busy_polls=True),
+    # on the rung before defer taskrun: the kernel refuses DEFER_TASKRUN with SQPOLL
+    Config("sqpoll", "registered files + fixed buffers with an SQPOLL thread (busy-polls a core: see "
+           "host_cpuPer)", LADDER[-2].backend + "&sqpoll=1", spec=dict(LADDER[-2].spec),
+           step=dict(LADDER[-2].step), busy_polls=True),
 ]
 CONFIGS = {c.name: c for c in (*LADDER, *SIDE)}
 
@@ -488,7 +492,7 @@ def held_out_by_config(held: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- figures and words
 
 def _short(name: str) -> str:
-    return {"registered files + fixed buffers": "reg. files + fixed bufs",
+    return {"registered files + fixed buffers": "reg. files + fixed bufs", "defer taskrun": "defer taskrun",
             "index+filter in cache": "index+filter cached"}.get(name, name)
 
 

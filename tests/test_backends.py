@@ -220,6 +220,7 @@ VARIANTS = [
     "io_uring?registered_files=1&max_files=2",  # more files than slots
     "io_uring?fixed_buffers=1&fixed_buf_kb=4",  # blocks larger than the bounce buffers
     "io_uring?depth=1",
+    "io_uring?defer_taskrun=1",  # completions posted only when the ring's thread waits
     "libaio?depth=1",
     "posix?powerloss=1",
     "libaio?powerloss=1",
@@ -386,7 +387,8 @@ def test_default_io_uring_reference(backend, big_db, open_db):
 # ---------------------------------------------------------------- async_io scan
 
 @pytest.mark.parametrize("readahead", [0, 256 << 10], ids=["auto_readahead", "readahead_256k"])
-@pytest.mark.parametrize("backend", BACKENDS, ids=backend_id)
+# DEFER_TASKRUN posts completions only when the ring's thread enters the kernel: Poll must still see them
+@pytest.mark.parametrize("backend", [*BACKENDS, "io_uring?defer_taskrun=1"], ids=backend_id)
 def test_async_scan_equals_sync_scan(backend, readahead, big_db, open_db):
     """An async_io scan (direct reads, no block_align, so readahead happens)
     returns exactly the sync scan; on rxlab backends ReadAsync and Poll ran."""
@@ -560,8 +562,8 @@ def test_retried_faults_give_exact_data(engine, fault, direct, fault_db, open_db
         assert c["retries"] + c["short_reads"] >= c["faults_injected"], c
 
 
-@pytest.mark.parametrize("backend", ["io_uring?registered_files=1&fixed_buffers=1", "io_uring?sqpoll=1"],
-                         ids=backend_id)
+@pytest.mark.parametrize("backend", ["io_uring?registered_files=1&fixed_buffers=1", "io_uring?sqpoll=1",
+                                     "io_uring?defer_taskrun=1"], ids=backend_id)
 def test_retried_faults_io_uring_variants(backend, fault_db, open_db):
     """The same on the io_uring variants (fixed buffers copy out; SQPOLL)."""
     path, expected = fault_db
@@ -699,6 +701,7 @@ BAD_INPUT = [
     ("io_uring?fixed_buf_kb=1", "", ValueError, ["fixed_buf_kb", "1"]),
     ("io_uring?max_files=0", "", ValueError, ["max_files", "0"]),
     ("io_uring?iopoll=1", "", ValueError, ["iopoll", "io_poll"]),
+    ("io_uring?defer_taskrun=1&sqpoll=1", "", ValueError, ["defer_taskrun=1", "sqpoll=1"]),
     ("posix?delay_us", "", ValueError, ["delay_us"]),
     ("posix?enospc_after=lots", "", ValueError, ["enospc_after", "lots"]),
     ("default?foo=1", "", ValueError, ["foo=1"]),

@@ -83,6 +83,8 @@ def test_each_configuration_changed_what_it_says(result):
     assert _row(result, "registered files + fixed buffers")["backend"].endswith(
         "registered_files=1&fixed_buffers=1")
     assert "io_uring" in _row(result, "io_uring")["backend"]
+    assert _row(result, "defer taskrun")["backend"].endswith("fixed_buffers=1&defer_taskrun=1")
+    assert "defer_taskrun" not in _row(result, "sqpoll")["backend"]  # the kernel refuses the two together
     # without a block cache every query reads its block from the device (the index and filter
     # live in the table readers); with the 1 MiB cache some data blocks are hits
     nocache = _row(result, "no block cache")
