@@ -227,6 +227,13 @@ PAIRS = {
         "multireadrandom", {"batch_size": 16, "multiread_batched": True}, "io_uring", "default?io_uring=1"),
     "multiread libaio vs default io_uring": (
         "multireadrandom", {"batch_size": 16, "multiread_batched": True}, "libaio", "default?io_uring=1"),
+    "multiread io_uring defer_taskrun vs plain": (
+        "multireadrandom", {"batch_size": 16, "multiread_batched": True}, "io_uring?defer_taskrun=1",
+        "io_uring"),
+    "multiread io_uring defer_taskrun vs default io_uring": (
+        "multireadrandom", {"batch_size": 16, "multiread_batched": True}, "io_uring?defer_taskrun=1",
+        "default?io_uring=1"),
+    "readrandom io_uring defer_taskrun vs plain": ("readrandom", {}, "io_uring?defer_taskrun=1", "io_uring"),
 }
 
 
