@@ -152,9 +152,10 @@ class IoUringEngine final : public Engine {
       while (got < max && io_uring_peek_cqe(&ring_, &cqe) == 0) {
         got += Take(cqe, out + got);
       }
-      if (got < max && defer_ && !flushed && !waited && inflight_ > 0 && got >= min) {
+      if (got == 0 && min == 0 && defer_ && !flushed && inflight_ > 0) {
         // Deferred completions are posted only inside io_uring_enter: a
-        // caller that will not wait still gets what is ready.
+        // caller that will not wait (a non-blocking Poll) would otherwise
+        // see none. A caller that got some, or will wait, needs no extra call.
         SyscallTimer t(c_, kSys_io_uring_enter);
         io_uring_get_events(&ring_);
         flushed = true;
