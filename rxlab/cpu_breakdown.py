@@ -72,6 +72,8 @@ from . import params as checks
 __all__ = [
     "CATEGORIES",
     "CROSSCHECKS",
+    "KERNEL_CATEGORIES",
+    "KERNEL_RULES",
     "PUBLISHED",
     "RULES",
     "SEED_FILE",
@@ -85,13 +87,19 @@ __all__ = [
     "breakdown",
     "breakdown_table",
     "categorize",
+    "categorize_kernel",
     "crosscheck",
     "fig_breakdown",
     "fig_crosscheck",
+    "fig_kernel_per_query",
     "fig_per_query",
     "findings",
     "fold",
     "folded_stacks",
+    "kernel_breakdown",
+    "kernel_findings",
+    "kernel_per_query",
+    "kernel_rule_table",
     "load_study",
     "parse_script",
     "per_query",
@@ -630,6 +638,98 @@ def top_symbols(folded: Mapping[str, int], category: str | None = None, n: int =
     return pd.DataFrame(rows, columns=["leaf symbol", "samples", "pct of reader samples"])
 
 
+# --------------------------------------------------------------------------- inside libc+k
+
+# The seed's libc+k is one bar; on a virtual machine it is the largest part of a read's CPU and
+# most of it is not the read path itself. KERNEL_RULES split it. Unlike RULES (innermost match),
+# a kernel sample takes the first category in this order that matches any kernel frame of its
+# stack: an interrupt that lands inside the read path is the interrupt's time, the doorbell
+# write inside the block layer is the doorbell's, the page pinning inside iomap is pinning's,
+# ext4 under io_uring's read is ext4's.
+# Kernel function names are matched from their start (no tag), kernel frames only.
+KERNEL_RULES: tuple[Rule, ...] = (
+    Rule("irq", r"^(common_interrupt|asm_common_interrupt|sysvec_|asm_sysvec_|__sysvec_|handle_softirqs|"
+                r"__do_softirq|irq_exit|__irq_exit|handle_edge_irq|handle_irq|vring_interrupt|vp_interrupt|"
+                r"vm_interrupt)",
+         "interrupts and softirqs taken while the reader was on the CPU: the disk's completions "
+         "(virtio-blk), timers, wake-ups of other threads"),
+    Rule("doorbell", r"^(iowrite16|iowrite32|vp_notify|vm_notify|virtqueue_notify|virtqueue_kick)",
+         "the virtio doorbell: the register write that tells the host a request is queued; in a VM it "
+         "exits to the hypervisor, and that time is charged to the reader"),
+    Rule("switch", r"^(finish_task_switch|__schedule|schedule$|schedule_timeout|io_schedule|__switch_to|"
+                   r"prepare_task_switch|context_switch|psi_|pick_next|put_prev|dequeue_|enqueue_|"
+                   r"update_curr|__update_load|update_load|set_next_entity)",
+         "context switches: the reader giving up the CPU for its read and being switched back in "
+         "(interrupts are re-enabled at the end of the switch, so samples held back while they were off "
+         "land there)"),
+    Rule("faults", r"^(asm_exc_page_fault|exc_page_fault|do_user_addr_fault|handle_mm_fault|"
+                   r"__handle_mm_fault|do_anonymous_page|do_fault$|clear_page)",
+         "page faults of the reader (first touch of new heap or buffer pages)"),
+    Rule("gup", r"^(gup_|__gup|pin_user_pages|get_user_pages|internal_get_user_pages|bio_iov_iter_get_pages|"
+                r"__bio_iov_iter_get_pages|iov_iter_extract_pages|iov_iter_get_pages|unpin_user|"
+                r"bio_release_pages|try_grab)",
+         "pinning the user buffer for O_DIRECT and releasing it (io_uring fixed buffers skip it)"),
+    Rule("block", r"^(blk_|__blk|bio_|__bio|submit_bio|dd_|__dd|virtio_queue_rq|virtblk_|virtqueue_add|"
+                  r"virtqueue_get_buf|detach_buf|__sg_|sg_|mempool_|rq_qos|__rq_qos|wbt_|elv_|kyber_|bfq_)",
+         "the block layer, the I/O scheduler and the virtio-blk driver: request set-up, scatter lists, "
+         "completion"),
+    Rule("fs", r"^(ext4_|iomap_|__iomap|vfs_|ksys_|filemap_|__filemap|file_|touch_atime|atime_|fdget|__fget|"
+               r"fget|fput|rw_verify_area|security_file|generic_file|kiocb_|xas_)",
+         "ext4, iomap's direct-IO path and the VFS (file lookup, checks, atime)"),
+    Rule("async", r"^(io_uring|__io_uring|io_submit_sqes|io_issue_sqe|io_read|io_rw|io_cqring|io_req|__io_|"
+                  r"io_do_iopoll|io_sq_|aio_|__x64_sys_io_|do_io_getevents|read_events|lookup_ioctx|"
+                  r"io_submit_one)",
+         "io_uring's and libaio's own work (submission and completion queues, request set-up; the "
+         "file system and block layer beneath it count as theirs)"),
+    Rule("syscall", r"^(entry_SYSCALL|do_syscall_64|syscall_|__x64_sys_|x64_sys_call|exit_to_user_mode|"
+                    r"__rseq|rseq_|switch_fpu|fpregs|restore_fpregs|arch_exit_to_user)",
+         "system call entry and exit"),
+)
+KERNEL_OTHER, LIBC = "kernel other", "libc"
+KERNEL_CATEGORIES = (*(r.category for r in KERNEL_RULES), KERNEL_OTHER, LIBC)
+_KERNEL_MEANING = {
+    KERNEL_OTHER: "every other kernel sample (memory allocation, timers, locks outside the paths above)",
+    LIBC: "leaf in a system library, not the kernel: malloc/free, memcpy, the vDSO clock, pthread",
+}
+
+
+def kernel_rule_table() -> pd.DataFrame:
+    """KERNEL_RULES in precedence order, then kernel other and libc, for a notebook."""
+    rows = [(r.category, r.pattern, r.covers) for r in KERNEL_RULES]
+    rows += [(c, "(no rule matched)" if c == KERNEL_OTHER else f"leaf frame tagged {SYSLIB_TAG}", m)
+             for c, m in _KERNEL_MEANING.items()]
+    return pd.DataFrame(rows, columns=["part", "kernel symbol pattern (any frame)", "covers"])
+
+
+def categorize_kernel(frames_leaf_first: Iterable[str], rules: Iterable[Rule] = KERNEL_RULES) -> str | None:
+    """The part of libc+k of one stack (frames leaf first), or None if its leaf is not a system
+    frame (the sample is RocksDB's or the program's own, not libc+k)."""
+    frames = list(frames_leaf_first)
+    if not frames or not is_system_frame(frames[0]):
+        return None
+    kernel = [f.removesuffix(KERNEL_TAG) for f in frames if f.endswith(KERNEL_TAG)]
+    if not frames[0].endswith(KERNEL_TAG):
+        return LIBC
+    for r in rules:
+        if any(r.regex.search(f) for f in kernel):
+            return r.category
+    return KERNEL_OTHER
+
+
+def kernel_breakdown(folded: Mapping[str, int], rules: Iterable[Rule] = KERNEL_RULES) -> pd.Series:
+    """Samples of the reading threads' libc+k, per part (KERNEL_CATEGORIES order)."""
+    out = pd.Series(0, index=list(KERNEL_CATEGORIES), dtype="int64")
+    rules = tuple(rules)
+    for stack, n in folded.items():
+        root, frames = _split(stack)
+        if root != READER_ROOT:
+            continue
+        part = categorize_kernel(frames, rules)
+        if part is not None:
+            out[part] += n
+    return out
+
+
 # --------------------------------------------------------------------------- parameters
 
 @dataclass
@@ -1049,8 +1149,10 @@ def fig_crosscheck(cross: pd.DataFrame, backend: str = "default"):
         ax.set_xticks(x, quantities, rotation=30, ha="right")
         ax.set_title(t)
     np.atleast_1d(axes)[0].set_ylabel("us per query")
-    np.atleast_1d(axes)[0].legend(loc="upper right")
     fig.tight_layout()
+    # above the panels: inside any panel it covers the tall process-CPU bars
+    handles, labels = np.atleast_1d(axes)[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=2)
     return fig
 
 
@@ -1063,6 +1165,61 @@ def per_query(result: CpuResult, rules: Iterable[Rule] = RULES) -> pd.DataFrame:
     long = long.assign(us_per_query=np.array(us) * long["samples"].to_numpy(float))
     out = long.groupby(["test", "category"], sort=False)["us_per_query"].median().unstack("category")
     return out.reindex(index=[t for t in SEED_TESTS if t in out.index], columns=list(CATEGORIES))
+
+
+def kernel_per_query(result: CpuResult, rules: Iterable[Rule] = KERNEL_RULES) -> pd.DataFrame:
+    """libc+k split into its parts (KERNEL_RULES), CPU microseconds per query, medians over the
+    repetitions; one row per test, plus `libc+k` (their sum) and `reads per query` (device
+    reads / queries of the step: the doorbell and the switch happen once per device read)."""
+    f = result.frame[result.frame["cpu.mode"] == PROFILE].set_index(["test", "cpu.rep"])
+    rows = []
+    for (test, rep), folded in result.folded.items():
+        r = f.loc[(test, rep)]
+        us = float(r["cpu.period_ns"]) / 1e3 / float(r["ops"])
+        b = kernel_breakdown(folded, rules) * us
+        reads = float(r["iops"]) / float(r["qps"]) if float(r.get("qps") or 0) > 0 else np.nan
+        rows.append({"test": test, "rep": rep, **b.to_dict(), "libc+k": float(b.sum()),
+                     "reads per query": reads})
+    cols = [*KERNEL_CATEGORIES, "libc+k", "reads per query"]
+    if not rows:
+        return pd.DataFrame(columns=cols)
+    out = pd.DataFrame(rows).groupby("test", sort=False)[cols].median()
+    return out.reindex([t for t in SEED_TESTS if t in out.index])
+
+
+def kernel_findings(kpq: pd.DataFrame) -> str:
+    """The largest parts of libc+k per test, in Markdown bullets with their numbers."""
+    lines = []
+    for test, r in kpq.iterrows():
+        parts = r[list(KERNEL_CATEGORIES)].sort_values(ascending=False)
+        total = float(r["libc+k"])
+        if not total > 0:
+            continue
+        top = ", ".join(f"{c} {v:.1f} us ({100 * v / total:.0f}%)" for c, v in parts.head(3).items())
+        read_path = float(r[["gup", "block", "async", "fs", "syscall"]].sum())
+        lines.append(f"- {test}: libc+k {total:.1f} us per query; largest parts {top}; the read path "
+                     f"proper (syscall, fs, block, pinning, async) {read_path:.1f} us; "
+                     f"{r['reads per query']:.2f} device reads per query.")
+    return "\n".join(lines)
+
+
+def fig_kernel_per_query(kpq: pd.DataFrame):
+    """Stacked CPU us per query of the parts of libc+k, one bar per test."""
+    fig, ax = figures.figure("column", aspect=0.8)
+    y = np.arange(len(kpq))
+    left = np.zeros(len(kpq))
+    colors = ("#d62728", "#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#2ca02c", "#17becf", "#e377c2",
+              "#bcbd22", "#7f7f7f", "#d9d9d9")
+    for c, color in zip(KERNEL_CATEGORIES, colors, strict=True):
+        v = kpq[c].fillna(0).to_numpy(float)
+        ax.barh(y, v, left=left, color=color, label=c)
+        left += v
+    ax.set_yticks(y, list(kpq.index))
+    ax.invert_yaxis()
+    ax.set_xlabel("libc+k CPU us per query (reading threads)")
+    ax.legend(ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.28), fontsize=6)
+    fig.tight_layout()
+    return fig
 
 
 # categories, not backends: a palette of its own (tab10), other in light grey

@@ -103,6 +103,56 @@ def test_the_innermost_matching_frame_wins():
     assert cb.categorize(reversed((*filt, lookup, "memcmp_[libc]"))) == "libc+k"
 
 
+READ = (*GET, "rocksdb::BlockFetcher::ReadBlock", "rocksdb::RandomAccessFileReader::Read",
+        "__libc_pread_[libc]", "entry_SYSCALL_64_after_hwframe_[k]", "do_syscall_64_[k]",
+        "__x64_sys_pread64_[k]", "vfs_read_[k]", "ext4_file_read_iter_[k]", "iomap_dio_rw_[k]",
+        "__iomap_dio_rw_[k]")
+SUBMIT = (*READ, "iomap_dio_bio_iter_[k]", "submit_bio_noacct_nocheck_[k]", "blk_mq_submit_bio_[k]",
+          "blk_mq_dispatch_rq_list_[k]", "virtio_queue_rq_[k]")
+
+
+@pytest.mark.parametrize(("leaf_path", "part"), [
+    ((*SUBMIT, "virtqueue_notify_[k]", "vp_notify_[k]", "iowrite16_[k]"), "doorbell"),
+    ((*READ, "schedule_[k]", "__schedule_[k]", "finish_task_switch.isra.0_[k]"), "switch"),
+    ((*SUBMIT, "common_interrupt_[k]", "vring_interrupt_[k]", "virtblk_done_[k]",
+      "blk_mq_end_request_[k]"), "irq"),
+    ((*READ, "iomap_dio_bio_iter_[k]", "bio_iov_iter_get_pages_[k]", "gup_fast_fallback_[k]"), "gup"),
+    ((*SUBMIT, "virtqueue_add_split_[k]"), "block"),
+    ((*READ, "kmem_cache_alloc_noprof_[k]"), "fs"),
+    ((*GET[:4], "syscall_exit_to_user_mode_[k]"), "syscall"),
+    ((*GET, "io_uring_submit_[libc]", "__x64_sys_io_uring_enter_[k]", "io_submit_sqes_[k]",
+      "io_issue_sqe_[k]", "io_read_[k]", "kmalloc_[k]"), "async"),
+    ((*GET, "io_uring_submit_[libc]", "__x64_sys_io_uring_enter_[k]", "io_submit_sqes_[k]",
+      "io_issue_sqe_[k]", "io_read_[k]", "ext4_file_read_iter_[k]"), "fs"),
+    ((*GET, "asm_exc_page_fault_[k]", "exc_page_fault_[k]", "clear_page_erms_[k]"), "faults"),
+    ((*GET, "rocksdb::BlockBasedTable::PutDataBlockToCache<rocksdb::Block_kData>", "malloc_[libc]"), "libc"),
+    ((*GET, "apic_timer_something_[k]"), "kernel other"),
+    ((*GET, "rocksdb::IndexBlockIter::SeekImpl"), None),
+])
+def test_each_kernel_part_has_a_stack_that_lands_in_it(leaf_path, part):
+    assert cb.categorize_kernel(reversed(leaf_path)) == part
+
+
+def test_kernel_parts_split_exactly_the_libc_k_samples():
+    # the doorbell write is the doorbell's even deep in the block layer, an interrupt is the
+    # interrupt's even in the doorbell's stack: precedence is by part, over every kernel frame
+    doorbell = (*SUBMIT, "vp_notify_[k]", "iowrite16_[k]")
+    assert cb.categorize_kernel(reversed(doorbell)) == "doorbell"
+    in_irq = (*doorbell, "asm_common_interrupt_[k]", "handle_softirqs_[k]")
+    assert cb.categorize_kernel(reversed(in_irq)) == "irq"
+    # a RocksDB symbol whose name looks like a kernel rule is never matched: kernel frames only
+    assert cb.categorize_kernel(reversed((*GET, "rocksdb::fs_bio_blk_", "memcpy_[libc]"))) == "libc"
+    folded = {stack(*doorbell): 7, stack(*READ, "__schedule_[k]"): 5, stack(*GET, "malloc_[libc]"): 2,
+              stack(*GET, "rocksdb::IndexBlockIter::SeekImpl"): 11,
+              stack("python3", "iowrite16_[k]", root="py"): 3}
+    k = cb.kernel_breakdown(folded)
+    assert list(k.index) == list(cb.KERNEL_CATEGORIES)
+    assert (k["doorbell"], k["switch"], k["libc"], k.sum()) == (7, 5, 2, 14)
+    assert k.sum() == cb.breakdown(folded)["libc+k"]
+    t = cb.kernel_rule_table()
+    assert list(t["part"]) == list(cb.KERNEL_CATEGORIES) and t["covers"].str.len().gt(20).all()
+
+
 def test_rule_table_lists_every_category_once_in_the_seeds_order():
     t = cb.rule_table()
     assert list(t["category"]) == list(cb.CATEGORIES)
@@ -262,3 +312,13 @@ def test_smoke_study_stores_profiles_timers_and_the_seeds_table(tmp_path):
     assert again.run == r.run and cb.breakdown_table(again).equals(t)
     text = cb.findings(t, cross, cb.sample_summary(r), r)
     assert "readrandom:" in text and "largest libc+k leaves" in text
+    # libc+k split into its parts: they add up to the libc+k of the per-query table, and the
+    # reads went through the kernel's read path (pread: syscall, ext4/iomap, block layer)
+    kpq = cb.kernel_per_query(r)
+    pq = cb.per_query(r)
+    assert list(kpq.index) == list(pq.index)
+    assert np.allclose(kpq["libc+k"], pq["libc+k"]), (kpq["libc+k"], pq["libc+k"])
+    assert np.allclose(kpq[list(cb.KERNEL_CATEGORIES)].sum(axis=1), kpq["libc+k"])
+    assert (kpq[["fs", "block"]].sum(axis=1) > 0).all(), kpq.to_dict("records")
+    assert (kpq["reads per query"] > 0.5).all(), kpq["reads per query"]
+    assert "libc+k" in cb.kernel_findings(kpq) and "device reads per query" in cb.kernel_findings(kpq)
