@@ -78,12 +78,27 @@ def _compare(a):
 def _bench_backends(a):
     from pathlib import Path
 
-    from .backends_bench import Bench, default_root, summarize
+    from .backends_bench import SECTIONS, Bench, default_root, select_sections, summarize
 
     root = Path(a.dir) if a.dir else default_root()
-    b = Bench(root, size_gib=a.size_gib, duration=a.duration, repeats=a.repeats, quiet=a.quiet)
+    sections = select_sections(a.only)
+    if a.repeats < 1 or a.duration <= 0:
+        raise ValueError(f"bench-backends --repeats {a.repeats} --duration {a.duration}: "
+                         "need repeats >= 1 and duration > 0")
+    if a.own_cost:
+        from .backends_bench import own_cost, summarize_own_cost
+
+        df = own_cost(root, reps=a.repeats, duration=a.duration, quiet=a.quiet)
+        out = root / "backends-own-cost.csv"
+        df.to_csv(out, index=False)
+        print(summarize_own_cost(df))
+        print(f"\nper-run rows: {out}")
+        return
+    b = Bench(root, size_gib=a.size_gib, duration=a.duration, repeats=a.repeats, quiet=a.quiet,
+              sections=sections)
     df = b.main()
-    out = root / "backends-bench.csv"
+    # a run of some sections writes its own file: the full run's table stays whole
+    out = root / ("backends-bench.csv" if sections == SECTIONS else f"backends-bench-{'-'.join(sections)}.csv")
     df.to_csv(out, index=False)
     print(summarize(df))
     print(f"\nper-repetition rows: {out}")
@@ -355,6 +370,11 @@ def main(argv=None) -> int:
     bb.add_argument("--size-gib", type=float, default=2.2)
     bb.add_argument("--duration", type=int, default=10, help="seconds per measurement")
     bb.add_argument("--repeats", type=int, default=3)
+    bb.add_argument("--only", help="comma-separated sections: readrandom, multireadrandom, seekrandom, "
+                    "counters (default: all)")
+    bb.add_argument("--own-cost", action="store_true",
+                    help="instead: readrandom with posix and default under perf, CPU per op by code "
+                         "(what posix's own code costs beside RocksDB's posix file)")
     bb.add_argument("--quiet", action="store_true")
     bb.set_defaults(fn=_bench_backends)
     bp = sub.add_parser("bench-paired", help="in-process back-to-back A/B pairs on the benchmark DB")

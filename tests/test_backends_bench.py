@@ -133,3 +133,78 @@ def test_driver_profile_compares_the_readers(tmp_path):
     assert (prof["diff"] == prof["rxlab"] - prof["db_bench"]).all()
     text = driver_bench.summarize_profile(prof)
     assert "reader threads' sampled CPU per op: rxlab" in text and "drivers' own loops" in text
+
+
+@pytest.mark.parametrize(("leaf", "cls"), [
+    ("rxlab::(anonymous namespace)::RxRandomAccessFile::Read", "rxlab backend"),
+    ("[librxlab_plugin.so]", "rxlab backend"),
+    ("__vdso_clock_gettime_[libc]", "clock reads (vDSO)"),
+    ("rocksdb::PosixRandomAccessFile::Read", "RocksDB posix file"),
+    ("iowrite16_[k]", "kernel"),
+    ("__libc_pread_[libc]", "libc and system libraries"),
+    ("rocksdb::IndexBlockIter::SeekImpl", "RocksDB and db_bench"),
+    ("rocksdb::Benchmark::ReadRandom", "RocksDB and db_bench"),
+])
+def test_own_cost_classes_of_leaf_frames(leaf, cls):
+    assert bb.classify_leaf(leaf) == cls
+
+
+def test_own_cost_profiles_posix_and_default_through_db_bench(tmp_path):
+    """Both backends' readrandom under perf on one small DB: only the posix runs execute rxlab's
+    code (the plugin is not even loaded for default), and the summary prices it."""
+    from rxlab import cpu_breakdown, driver
+
+    if not cpu_breakdown.perf_support().cpu_clock:
+        pytest.skip("perf's cpu-clock event does not work here")
+    with pytest.raises(ValueError, match=r"reps=0.*reps >= 1"):
+        bb.own_cost(tmp_path, reps=0)
+    with pytest.raises(FileNotFoundError, match="no benchmark DB"):
+        bb.own_cost(tmp_path, reps=1)
+    db, num = tmp_path / "db-aligned", 20000
+    spec = driver.RunSpec(db=str(db), num=num, key_size=bb.KEY_SIZE, value_size=bb.VALUE_SIZE,
+                          cache_size=64 << 10, steps=[{"name": "fillseq", "disable_wal": True}, "flush"])
+    sess = driver.Session(spec)
+    try:
+        for st in spec.steps:
+            sess.run_step(st if isinstance(st, dict) else {"name": st})
+    finally:
+        sess.close()
+    (db / "rxlab-loaded").write_text(f"num={num} block_align=True\n")
+    df = bb.own_cost(tmp_path, threads=(1,), reps=1, duration=1, quiet=True)
+    assert set(df["backend"]) == {"posix", "default"} and (df["ops"] > 0).all()
+    per = df.pivot_table(index="class", columns="backend", values="us_per_op", aggfunc="sum")
+    assert per.loc["rxlab backend", "posix"] > 0, per
+    assert per.loc["rxlab backend", "default"] == 0, per
+    assert (per.sum() > 1.0).all(), per  # microseconds of CPU per op, kernel and RocksDB included
+    assert per.loc["RocksDB and db_bench"].gt(0).all() and per.loc["kernel"].gt(0).all(), per
+    text = bb.summarize_own_cost(df)
+    assert "threads=1" in text and "posix's extra code" in text and "% of default's CPU/op" in text
+
+
+BAD_BENCH_BACKENDS = [(["--only", "multiread"], "sections are readrandom, multireadrandom"),
+                      (["--repeats", "0"], "--repeats 0"),
+                      (["--duration", "0", "--own-cost"], "--duration 0")]
+
+
+@pytest.mark.parametrize(("args", "want"), BAD_BENCH_BACKENDS)
+def test_bench_backends_rejects_bad_input_before_running(capsys, tmp_path, args, want):
+    assert main(["bench-backends", "--dir", str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and want in err[0], err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_summary_of_the_multiread_section_alone_pairs_by_repetition():
+    assert bb.select_sections(None) == bb.SECTIONS
+    assert bb.select_sections("multireadrandom, counters") == ("multireadrandom", "counters")
+    qps = {"default (io_uring on)": (100.0, 200.0, 100.0),
+           "default (io_uring off)": (50.0, 50.0, 50.0),
+           "posix": (50.0, 60.0, 55.0), "libaio": (90.0, 210.0, 120.0), "io_uring": (110.0, 180.0, 105.0)}
+    rows = [{"section": "multireadrandom", "config": c, "threads": 1, "rep": rep, "qps": q[rep],
+             "cpuPer": 10.0, "usPer": 5.0, "syPer": 5.0, "p99_us": 100.0}
+            for c, q in qps.items() for rep in range(3)]
+    text = bb.summarize(pd.DataFrame(rows))
+    assert "readrandom t=1" not in text and "counters" not in text
+    # medians: io_uring 110 vs default 100; paired per repetition: 1.10, 0.90, 1.05 -> median 1.05
+    assert "io_uring 110 ops/s = 2.00x posix" in text and "1.10x default with io_uring" in text
+    assert "io_uring / default with io_uring: paired median 1.050" in text and "(0.900..1.100), n=3" in text
