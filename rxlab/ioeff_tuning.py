@@ -112,6 +112,12 @@ SIDE = [
     Config("sqpoll", "registered files + fixed buffers with an SQPOLL thread (busy-polls a core: see "
            "host_cpuPer)", LADDER[-2].backend + "&sqpoll=1", spec=dict(LADDER[-2].spec),
            step=dict(LADDER[-2].step), busy_polls=True),
+    # also on the rung before defer taskrun: deferred completions are posted only inside
+    # io_uring_enter, where a spinning reader never goes
+    Config("spin", "registered files + fixed buffers, the reader spinning on the completion queue "
+           "instead of sleeping (spin_us=500: no context switch, no idle vCPU to wake; busy-polls the "
+           "reader's own CPU)", LADDER[-2].backend + "&spin_us=500", spec=dict(LADDER[-2].spec),
+           step=dict(LADDER[-2].step), busy_polls=True),
 ]
 CONFIGS = {c.name: c for c in (*LADDER, *SIDE)}
 

@@ -221,6 +221,7 @@ VARIANTS = [
     "io_uring?fixed_buffers=1&fixed_buf_kb=4",  # blocks larger than the bounce buffers
     "io_uring?depth=1",
     "io_uring?defer_taskrun=1",  # completions posted only when the ring's thread waits
+    "io_uring?spin_us=200",  # the reader spins on the completion queue before it sleeps
     "libaio?depth=1",
     "posix?powerloss=1",
     "libaio?powerloss=1",
@@ -388,7 +389,8 @@ def test_default_io_uring_reference(backend, big_db, open_db):
 
 @pytest.mark.parametrize("readahead", [0, 256 << 10], ids=["auto_readahead", "readahead_256k"])
 # DEFER_TASKRUN posts completions only when the ring's thread enters the kernel: Poll must still see them
-@pytest.mark.parametrize("backend", [*BACKENDS, "io_uring?defer_taskrun=1"], ids=backend_id)
+@pytest.mark.parametrize("backend", [*BACKENDS, "io_uring?defer_taskrun=1", "io_uring?spin_us=50"],
+                         ids=backend_id)
 def test_async_scan_equals_sync_scan(backend, readahead, big_db, open_db):
     """An async_io scan (direct reads, no block_align, so readahead happens)
     returns exactly the sync scan; on rxlab backends ReadAsync and Poll ran."""
@@ -702,6 +704,8 @@ BAD_INPUT = [
     ("io_uring?max_files=0", "", ValueError, ["max_files", "0"]),
     ("io_uring?iopoll=1", "", ValueError, ["iopoll", "io_poll"]),
     ("io_uring?defer_taskrun=1&sqpoll=1", "", ValueError, ["defer_taskrun=1", "sqpoll=1"]),
+    ("io_uring?spin_us=2000000", "", ValueError, ["spin_us=2000000", "between 0 and 1000000"]),
+    ("io_uring?spin_us=100&defer_taskrun=1", "", ValueError, ["spin_us", "defer_taskrun=1"]),
     ("posix?delay_us", "", ValueError, ["delay_us"]),
     ("posix?enospc_after=lots", "", ValueError, ["enospc_after", "lots"]),
     ("default?foo=1", "", ValueError, ["foo=1"]),

@@ -85,6 +85,7 @@ def test_each_configuration_changed_what_it_says(result):
     assert "io_uring" in _row(result, "io_uring")["backend"]
     assert _row(result, "defer taskrun")["backend"].endswith("fixed_buffers=1&defer_taskrun=1")
     assert "defer_taskrun" not in _row(result, "sqpoll")["backend"]  # the kernel refuses the two together
+    assert _row(result, "spin")["backend"].endswith("fixed_buffers=1&spin_us=500")
     # without a block cache every query reads its block from the device (the index and filter
     # live in the table readers); with the 1 MiB cache some data blocks are hits
     nocache = _row(result, "no block cache")
@@ -109,10 +110,12 @@ def test_tables_and_accounting_are_consistent(result):
     assert np.allclose(acc["unexplained_us"].iloc[1:], (acc["saved_meas_us"] - acc["saved_pred_us"]).iloc[1:])
     cpu = T.rows(result).groupby("config")["cpuPer"].median()
     assert np.isclose(acc.loc["seed", "cpuPer"], cpu["seed"])
-    # busy polling is left out of the model, and of its held-out predictions
-    assert "sqpoll" not in set(T.model_rows(result)["config"])
+    # busy polling (SQPOLL, the spinning reader) is left out of the model and its held-out predictions
+    busy = {c.name for c in T.CONFIGS.values() if c.busy_polls}
+    assert busy == {"sqpoll", "spin"}
+    assert not busy & set(T.model_rows(result)["config"])
     ho = T.held_out(result)
-    assert not {"seed", "sqpoll"} & set(ho["config"]) and len(ho) == len(T.CONFIGS) - 2
+    assert not ({"seed"} | busy) & set(ho["config"]) and len(ho) == len(T.CONFIGS) - 1 - len(busy)
     assert np.isfinite(ho["err_iops_pct"]).all()
     by = T.held_out_by_config(ho)
     assert set(by.index) == set(ho["config"]) and (by["n"] == ho.groupby("config").size()).all()
