@@ -60,7 +60,13 @@ blocking read's reader is woken by the CPU that takes the disk's interrupt;
 on these VMs one fio job sleeping on another CPU reads 18-36 us slower,
 and two jobs either share the interrupt's CPU (14-16 us of runqPer each)
 or are spread and one pays the remote wake-up. The term that would carry
-this must come from runs at more than one client.
+this must come from runs at more than one client. Ruled out as the cause of
+RocksDB's slower device at two clients (2026-11-23, alternated runs): the
+I/O scheduler (RocksDB ~10 us above fio under mq-deadline and none alike),
+where the data sits (fio reading the DB's own SST file: same io.lat as its
+own file) and the alignment of the read buffer. On these VMs a read costs
+less when its reader does not sleep (notebook 80, io_uring's spin_us): the
+doorbell exit and the idle vCPU's wake-up are part of every sleeping read.
 
 The wait sits inside the max with the emulated delay because the delay is a
 completion deadline: it hides whatever makes the device slower under RocksDB
