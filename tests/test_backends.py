@@ -204,6 +204,12 @@ def check_round_trip_counters(backend, c_write, c_read, expected, put_bytes) -> 
     live = sum(len(v) for v in expected.values())
     assert c_read["read_bytes"] >= live, (c_read["read_bytes"], live)
     assert hist_total(c_read) == c_read["reads"], "latency histogram and read count disagree"
+    if engine_of(backend) == "posix":
+        # a posix read is one timed pread, and that timer is its latency: the histogram (bucket
+        # lower bounds, log-linear) sums to just under the preads' own time
+        lower = sum(lo * n for lo, n in c_read["read_latency_ns"])
+        pread_ns = c_read["sys.pread64.ns"]
+        assert 0.8 * pread_ns <= lower <= pread_ns, (lower, pread_ns)
 
 
 @pytest.mark.parametrize("direct", [False, True], ids=["buffered", "direct"])

@@ -122,6 +122,7 @@ struct ThreadCounters {
   std::atomic<uint64_t> sys_ns[kNumSys] = {};
   std::atomic<uint64_t> events[kNumEvents] = {};
   LatencyHistogram read_latency;  // device read, submit to completion, ns
+  uint64_t last_syscall_ns = 0;   // duration of this thread's last timed system call
 
   void Add(Event e, uint64_t d = 1) {
     if (!enabled) return;
@@ -137,6 +138,7 @@ struct ThreadCounters {
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     auto& t = sys_ns[s];
     t.store(t.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
+    last_syscall_ns = ns;
   }
 };
 

@@ -214,12 +214,13 @@ struct ThreadState {
     return false;
   }
 
-  void Finish(Job* j) {
+  // latency_ns: the read's latency when the caller measured it (0: now - start).
+  void Finish(Job* j, uint64_t latency_ns = 0) {
     j->finished = true;
     if (j->io.op == Op::kRead) {
       counters->Add(kEv_reads);
       counters->Add(kEv_read_bytes, j->done);
-      if (counters->enabled) counters->read_latency.Add(MonoNs() - j->start_ns);
+      if (counters->enabled) counters->read_latency.Add(latency_ns ? latency_ns : MonoNs() - j->start_ns);
     } else {
       counters->Add(kEv_writes);
       counters->Add(kEv_write_bytes, j->done);
@@ -229,12 +230,21 @@ struct ThreadState {
   // One request (Read, a write): the common case, without the batch
   // machinery's allocations.
   int RunOne(Engine* e, Job* j) {
-    j->start_ns = MonoNs();
+    // A synchronous engine's read is one timed system call (pread): its timer
+    // is the read's latency, and two more clock reads per read would only
+    // repeat it. A delay needs the start for its deadline.
+    const bool syscall_timed = e->synchronous() && hot->delay_us <= 0 && counters->enabled;
+    uint64_t syscall_ns = 0;
+    if (!syscall_timed) j->start_ns = MonoNs();
     if (j->io.op == Op::kRead) j->deadline_ns = Deadline(j->start_ns);
     IoReq* out = nullptr;
     for (;;) {
       QueueResult q = e->Queue(&j->io);
-      if (q == QueueResult::kBusy) return RunJobs(e, &j, 1);  // ring shared with async reads
+      if (q == QueueResult::kBusy) {  // ring shared with async reads
+        if (j->start_ns == 0) j->start_ns = MonoNs();
+        return RunJobs(e, &j, 1);
+      }
+      if (q == QueueResult::kCompleted && syscall_timed) syscall_ns += counters->last_syscall_ns;
       if (q == QueueResult::kQueued) {
         counters->Max(kEv_max_inflight, 1);
         int rc = e->Commit(1);
@@ -253,7 +263,7 @@ struct ThreadState {
       counters->Add(kEv_delayed);
       WaitUntil(j->deadline_ns, spin_ns());
     }
-    Finish(j);
+    Finish(j, syscall_timed ? std::max<uint64_t>(syscall_ns, 1) : 0);
     return 0;
   }
 
