@@ -394,27 +394,17 @@ def classify_leaf(frame: str) -> str:
 
 
 def _profiled_db_bench(flags: dict, fs_uri: str | None, data: Path, *, frequency: int) -> dict:
-    """db_bench under `perf record -e cpu-clock -g`: its result row plus `samples_ns`, the
+    """db_bench under perf (driver_bench.perf_record): its result row plus `samples_ns`, the
     reader threads' sampled CPU ns per OWN_CLASSES class of the leaf frame."""
-    import subprocess
+    from .driver_bench import _reader_leaf_ns, perf_record
 
-    from .cpu_breakdown import perf_support
-    from .driver_bench import _reader_leaf_ns
-
-    perf = perf_support()
-    if perf.path is None or not perf.cpu_clock:
-        raise RuntimeError(f"the own-cost profile needs perf with the cpu-clock event: "
-                           f"{perf.path or 'perf not installed'}")
-    cmd = [perf.path, "record", "-q", "-e", "cpu-clock", "-F", str(frequency), "-g", "-o", str(data), "--"]
+    cmd = []
     if fs_uri:  # LD_PRELOAD right before db_bench: perf itself must not load the plugin
         cmd += ["env", f"LD_PRELOAD={plugin_path()}"]
         flags = {**flags, "fs_uri": fs_uri}
     cmd += [str(active_build() / "bin" / "db_bench"), *refs._flag_list(flags)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=float(flags["duration"]) * 10 + 120,
-                       check=False)
-    if p.returncode != 0:
-        raise RuntimeError(f"db_bench under perf failed (exit {p.returncode}): "
-                           f"{(p.stderr.strip() or p.stdout.strip())[-600:]}")
+    p = perf_record(cmd, data, frequency=frequency, timeout=float(flags["duration"]) * 10 + 120,
+                    what=f"db_bench on {fs_uri or 'default'}")
     rows = refs.parse_db_bench(p.stdout)
     if not rows:
         raise RuntimeError(f"db_bench printed no result line: {p.stdout.strip()[-400:]}")

@@ -186,13 +186,32 @@ def _reader_leaf_ns(data: Path, threads: int) -> tuple[dict[str, int], int]:
     return dict(leaf), len(readers)
 
 
+def perf_record(cmd: list[str], data: Path, *, frequency: int, timeout: float, what: str):
+    """Run `cmd` under `perf record -e cpu-clock -g` into `data`; the finished process (its stdout
+    holds the program's output). A failure raises one line naming `what`."""
+    import subprocess
+
+    from . import cpu_breakdown as cb
+
+    perf = cb.perf_support()
+    if perf.path is None or not perf.cpu_clock:
+        raise RuntimeError(f"profiling {what} needs perf with the cpu-clock event: "
+                           f"{perf.path or 'perf not installed'}")
+    p = subprocess.run([perf.path, "record", "-q", "-e", "cpu-clock", "-F", str(frequency), "-g",
+                        "-o", str(data), "--", *cmd], capture_output=True, text=True, timeout=timeout,
+                       check=False)
+    if p.returncode != 0:
+        raise RuntimeError(f"{what} under perf record failed (exit {p.returncode}): "
+                           f"{(p.stderr.strip() or p.stdout.strip())[-300:]}")
+    return p
+
+
 def profile(root: Path, threads: int = 1, duration: float = 8, frequency: int = 2999,
             quiet: bool = False) -> pd.DataFrame:
     """readrandom once per tool under `perf record -e cpu-clock` (a software event: it works on
     these VMs), on the benchmark's DB: the reader threads' sampled CPU per operation by leaf
     symbol (us/op), rxlab beside db_bench. Process CPU from getrusage also counts the threads
     around the readers and drifts with the host; this compares the readers' own work."""
-    import subprocess
     import tempfile
 
     from . import cpu_breakdown as cb
@@ -216,12 +235,7 @@ def profile(root: Path, threads: int = 1, duration: float = 8, frequency: int = 
     with tempfile.TemporaryDirectory(prefix="rxlab-profile-") as tmp:
         for tool, cmd in commands.items():
             data = Path(tmp) / f"{tool}.data"
-            p = subprocess.run(check=False, args=[perf.path, "record", "-q", "-e", "cpu-clock", "-F", str(frequency), "-g",
-                                "-o", str(data), "--", *cmd], capture_output=True, text=True,
-                               timeout=duration * 10 + 120)
-            if p.returncode != 0:
-                raise RuntimeError(f"{tool} under perf record failed (exit {p.returncode}): "
-                                   f"{(p.stderr.strip() or p.stdout.strip())[-300:]}")
+            p = perf_record(cmd, data, frequency=frequency, timeout=duration * 10 + 120, what=tool)
             if tool == "rxlab":
                 import json
 

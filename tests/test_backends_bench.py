@@ -22,11 +22,19 @@ def test_select_pairs_by_words():
     assert set(bb.select_pairs("multiread")) == {k for k in bb.PAIRS if k.startswith("multiread")}
 
 
-@pytest.mark.parametrize(("args", "want"), [(["--only", "nope"], "'nope' matches no pair"),
-                                            (["--reps", "1"], "--reps 1"),
-                                            (["--duration", "0"], "--duration 0")])
-def test_bench_paired_rejects_bad_input_before_running(capsys, tmp_path, args, want):
-    assert main(["bench-paired", "--dir", str(tmp_path), *args]) == 2
+BAD_BENCH_INPUT = [
+    ("bench-paired", ["--only", "nope"], "'nope' matches no pair"),
+    ("bench-paired", ["--reps", "1"], "--reps 1"),
+    ("bench-paired", ["--duration", "0"], "--duration 0"),
+    ("bench-backends", ["--only", "multiread"], "sections are readrandom, multireadrandom"),
+    ("bench-backends", ["--repeats", "0"], "--repeats 0"),
+    ("bench-backends", ["--duration", "0", "--own-cost"], "--duration 0"),
+]
+
+
+@pytest.mark.parametrize(("command", "args", "want"), BAD_BENCH_INPUT)
+def test_benchmarks_reject_bad_input_before_running(capsys, tmp_path, command, args, want):
+    assert main([command, "--dir", str(tmp_path), *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and want in err[0], err
     assert list(tmp_path.iterdir()) == []
@@ -179,19 +187,6 @@ def test_own_cost_profiles_posix_and_default_through_db_bench(tmp_path):
     assert per.loc["RocksDB and db_bench"].gt(0).all() and per.loc["kernel"].gt(0).all(), per
     text = bb.summarize_own_cost(df)
     assert "threads=1" in text and "posix's extra code" in text and "% of default's CPU/op" in text
-
-
-BAD_BENCH_BACKENDS = [(["--only", "multiread"], "sections are readrandom, multireadrandom"),
-                      (["--repeats", "0"], "--repeats 0"),
-                      (["--duration", "0", "--own-cost"], "--duration 0")]
-
-
-@pytest.mark.parametrize(("args", "want"), BAD_BENCH_BACKENDS)
-def test_bench_backends_rejects_bad_input_before_running(capsys, tmp_path, args, want):
-    assert main(["bench-backends", "--dir", str(tmp_path), *args]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and want in err[0], err
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_summary_of_the_multiread_section_alone_pairs_by_repetition():
