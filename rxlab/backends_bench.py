@@ -84,6 +84,30 @@ def plugin_path() -> Path:
 SECTIONS = ("readrandom", "multireadrandom", "seekrandom", "counters")
 
 
+def _section_configs() -> dict[str, dict]:
+    return {"readrandom": READ_CONFIGS, "multireadrandom": MULTIREAD_CONFIGS, "seekrandom": SEEK_CONFIGS,
+            "counters": COUNTER_CONFIGS}
+
+
+def _config_matches(name: str, words: tuple[str, ...] | None) -> bool:
+    # "default" keeps "default", "default (io_uring on)" and "default async_io=true"
+    return words is None or any(name == w or name.startswith(w + " ") for w in words)
+
+
+def select_configs(configs: str | None, sections: tuple[str, ...] = SECTIONS) -> tuple[str, ...] | None:
+    """The comma-separated configuration names of `configs` (None: all), each checked against the
+    configurations of the chosen sections."""
+    if not configs:
+        return None
+    words = tuple(w.strip() for w in configs.split(",") if w.strip())
+    known = [n for sec in sections for n in _section_configs()[sec]]
+    bad = [w for w in words if not any(_config_matches(n, (w,)) for n in known)]
+    if bad or not words:
+        raise ValueError(f"bench-backends --configs {configs!r}: configurations of "
+                         f"{', '.join(sections)} are {', '.join(dict.fromkeys(known))}")
+    return words
+
+
 def select_sections(only: str | None) -> tuple[str, ...]:
     """The SECTIONS named in a comma-separated `only` (all of them for None or "")."""
     if not only:
@@ -104,6 +128,7 @@ class Bench:
     quiet: bool = False
     rows: list[dict] = field(default_factory=list)
     sections: tuple[str, ...] = SECTIONS
+    configs: tuple[str, ...] | None = None  # select_configs: None runs every configuration
 
     @property
     def num(self) -> int:
@@ -166,7 +191,9 @@ class Bench:
         def rotated(d: dict, rep: int) -> list:
             # A different order every repetition, so drift on a shared host
             # does not always favour the configuration that runs first.
-            items = list(d.items())
+            items = [(n, v) for n, v in d.items() if _config_matches(n, self.configs)]
+            if not items:
+                return []
             k = rep % len(items)
             return items[k:] + items[:k]
 
@@ -201,23 +228,26 @@ def summarize(df: pd.DataFrame) -> str:
     def m(section, config, threads=1, col="qps"):
         return float(med.loc[(section, config, threads), col])
 
-    def paired(section, a, b):
+    def has(section, *configs):
+        return all((section, c, 1) in med.index or (section, c, 2) in med.index for c in configs)
+
+    def paired(section, a, b, threads=1, col="qps"):
         # a / b per repetition: both ran within the same rotation, minutes apart at most
-        w = df[df["section"] == section].pivot_table(index="rep", columns="config", values="qps",
-                                                     aggfunc="first")
+        w = df[(df["section"] == section) & (df["threads"] == threads)].pivot_table(
+            index="rep", columns="config", values=col, aggfunc="first")
         r = (w[a] / w[b]).dropna()
         lo, hi = median_interval(r)
         return (f"paired median {r.median():.3f} [{lo:.3f}..{hi:.3f}] ({r.min():.3f}..{r.max():.3f}), "
                 f"n={len(r)}")
 
-    sections = set(df["section"])
     out.append("\ntargets (medians):")
-    for t in (1, 2) if "readrandom" in sections else ():
+    for t in (1, 2) if has("readrandom", "default", "posix") else ():
         d, p = m("readrandom", "default", t, "cpuPer"), m("readrandom", "posix", t, "cpuPer")
         out.append(f"  readrandom t={t}: posix CPU/op {p:.1f} us vs default {d:.1f} us: "
                    f"{100 * (p / d - 1):+.1f}% (target within 3%) "
                    f"{'MET' if abs(p / d - 1) <= 0.03 else 'MISSED'}")
-    if "multireadrandom" in sections:
+        out.append(f"      posix / default CPU/op: {paired('readrandom', 'posix', 'default', t, 'cpuPer')}")
+    if has("multireadrandom", "posix", "default (io_uring on)", "io_uring", "libaio"):
         px = m("multireadrandom", "posix")
         dflt = m("multireadrandom", "default (io_uring on)")
         for e in ("io_uring", "libaio"):
@@ -227,11 +257,12 @@ def summarize(df: pd.DataFrame) -> str:
                        f"(target >= 1.0) {'MET' if v / dflt >= 1.0 else 'MISSED'}")
             ratio = paired("multireadrandom", e, "default (io_uring on)")
             out.append(f"      {e} / default with io_uring: {ratio}")
-    for e in ("io_uring", "posix", "default") if "seekrandom" in sections else ():
+    for e in (e for e in ("io_uring", "posix", "default")
+              if has("seekrandom", f"{e} async_io=true", f"{e} async_io=false")):
         on, off = m("seekrandom", f"{e} async_io=true"), m("seekrandom", f"{e} async_io=false")
         out.append(f"  seekrandom {e}: async_io on {on:.0f} vs off {off:.0f} ops/s: "
                    f"{100 * (on / off - 1):+.1f}%")
-    if "readrandom" not in sections:
+    if not has("readrandom", "posix"):
         return "\n".join(out)
     from . import _core
 
@@ -240,7 +271,7 @@ def summarize(df: pd.DataFrame) -> str:
     out.append(f"  counters, measured directly: {cost:.0f} ns per device read = "
                f"{100 * cost / 1000 / cpu:.2f}% of posix readrandom's {cpu:.1f} us CPU per query "
                f"(target 2%) {'MET' if cost / 1000 / cpu <= 0.02 else 'MISSED'}")
-    for e in ("posix", "io_uring") if "counters" in sections else ():
+    for e in (e for e in ("posix", "io_uring") if has("counters", f"{e} counters=1", f"{e} counters=0")):
         on, off = m("counters", f"{e} counters=1"), m("counters", f"{e} counters=0")
         out.append(f"  counters {e}: on {on:.0f} vs off {off:.0f} ops/s: {100 * (on / off - 1):+.1f}% "
                    f"(target within 2%) {'MET' if abs(on / off - 1) <= 0.02 else 'MISSED'}")

@@ -78,10 +78,11 @@ def _compare(a):
 def _bench_backends(a):
     from pathlib import Path
 
-    from .backends_bench import SECTIONS, Bench, default_root, select_sections, summarize
+    from .backends_bench import SECTIONS, Bench, default_root, select_configs, select_sections, summarize
 
     root = Path(a.dir) if a.dir else default_root()
     sections = select_sections(a.only)
+    configs = select_configs(a.configs, sections)
     if a.repeats < 1 or a.duration <= 0:
         raise ValueError(f"bench-backends --repeats {a.repeats} --duration {a.duration}: "
                          "need repeats >= 1 and duration > 0")
@@ -95,10 +96,13 @@ def _bench_backends(a):
         print(f"\nper-run rows: {out}")
         return
     b = Bench(root, size_gib=a.size_gib, duration=a.duration, repeats=a.repeats, quiet=a.quiet,
-              sections=sections)
+              sections=sections, configs=configs)
     df = b.main()
-    # a run of some sections writes its own file: the full run's table stays whole
-    out = root / ("backends-bench.csv" if sections == SECTIONS else f"backends-bench-{'-'.join(sections)}.csv")
+    # a run of some sections or configurations writes its own file: the full run's table stays whole
+    part = "-".join(sections) if sections != SECTIONS else ""
+    if configs:
+        part = "-".join(filter(None, [part, *(c.replace("+", "") for c in configs)]))
+    out = root / (f"backends-bench-{part}.csv" if part else "backends-bench.csv")
     df.to_csv(out, index=False)
     print(summarize(df))
     print(f"\nper-repetition rows: {out}")
@@ -372,6 +376,8 @@ def main(argv=None) -> int:
     bb.add_argument("--repeats", type=int, default=3)
     bb.add_argument("--only", help="comma-separated sections: readrandom, multireadrandom, seekrandom, "
                     "counters (default: all)")
+    bb.add_argument("--configs", help="comma-separated configurations, e.g. 'default,posix' (a name also "
+                    "keeps its variants: 'default' keeps 'default (io_uring on)'; default: all)")
     bb.add_argument("--own-cost", action="store_true",
                     help="instead: readrandom with posix and default under perf, CPU per op by code "
                          "(what posix's own code costs beside RocksDB's posix file)")
