@@ -1021,14 +1021,26 @@ def error_summary(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def held_out(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+# The held-out models: rxlab.model's device option -> the name in held_out's summary.
+HELD_OUT_MODELS = {"curve": "fitted", "iostat": "fitted, iostat device"}
+
+
+def held_out(rows: pd.DataFrame,
+             devices: Sequence[str] = tuple(HELD_OUT_MODELS)) -> tuple[pd.DataFrame, pd.DataFrame]:
     """rxlab.model.evaluate over the splits these rows allow; returns (rows, summary).
 
     Splits: each test left out in turn (fit on the other two); block_align
     off predicted from on; the larger thread counts from the smallest; the
-    delayed rows from the undelayed. A split that cannot be fitted is
+    delayed rows from the undelayed. devices: the fitted models to hold out,
+    rxlab.model's `device` option: "curve" predicts from fio's device
+    ("fitted"), "iostat" takes each run's own io.lat ("fitted, iostat
+    device"; the seed's model is reported once, beside the first). The rows
+    carry the option in `device`. A split that cannot be fitted is
     reported in the summary's `note` instead of failing the notebook.
     """
+    bad = [d for d in devices if d not in HELD_OUT_MODELS]
+    if bad or not devices:
+        raise ValueError(f"held_out devices={list(devices)!r}: choose from {', '.join(HELD_OUT_MODELS)}")
     is_db = ~_fio_mask(rows)
     splits = [(f"{t} held out", is_db & (rows["test"] != t)) for t in SEED_TESTS]
     if rows.loc[is_db, "block_align"].nunique() > 1:
@@ -1039,22 +1051,24 @@ def held_out(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     if (rows.loc[is_db, "delay_us"] > 0).any() and (rows.loc[is_db, "delay_us"] == 0).any():
         splits.append(("delayed from undelayed", is_db & (rows["delay_us"] == 0)))
     all_rows, summ = [], []
-    for name, mask in splits:
+    for device, (name, mask) in ((d, sp) for d in devices for sp in splits):
         try:
-            ev = model.evaluate(rows, fit_on=mask.to_numpy())
+            ev = model.evaluate(rows, fit_on=mask.to_numpy(), device=device)
         except ValueError as e:
-            summ.append({"split": name, "model": "", "rows": 0, "max_abs_err_pct": np.nan,
+            summ.append({"split": name, "model": HELD_OUT_MODELS[device], "rows": 0,
+                         "max_abs_err_pct": np.nan,
                          "median_abs_err_pct": np.nan, "configs": 0, "config_max_abs_err_pct": np.nan,
                          "config_median_abs_err_pct": np.nan, "note": str(e)})
             continue
-        all_rows.append(ev.rows.assign(split=name))
+        all_rows.append(ev.rows.assign(split=name, device=device))
         per_config = config_errors(ev.rows)
         for _, s in ev.summary.iterrows():
-            if s["model"] == "fitted (qps)":
+            if s["model"] == "fitted (qps)" or (s["model"] == "seed (iops)" and device != devices[0]):
                 continue
             m = s["model"].removesuffix(" (iops)")
             c = per_config[f"{m}_err_pct"].abs()
-            summ.append({"split": name, "model": m, "rows": s["rows"],
+            summ.append({"split": name, "model": HELD_OUT_MODELS[device] if m == "fitted" else m,
+                         "rows": s["rows"],
                          "max_abs_err_pct": s["max_abs_err_pct"],
                          "median_abs_err_pct": s["median_abs_err_pct"],
                          "configs": len(c), "config_max_abs_err_pct": c.max(),
@@ -1186,10 +1200,17 @@ def fig_model_error(comp: Comparison, heldout_rows: pd.DataFrame | None = None):
         cats.append((f"{where}\nseed's model", t["seed_err_pct"], "#d55e00"))
         cats.append((f"{where}\nfitted", t["fitted_err_pct"], "#0072b2"))
     if heldout_rows is not None and len(heldout_rows):
-        cats.append(("held out\nfitted\nper row", heldout_rows["err_iops_pct"], "#56b4e9"))
-        per_config = pd.concat([config_errors(g) for _, g in heldout_rows.groupby("split", sort=False)])
+        device = (heldout_rows["device"] if "device" in heldout_rows.columns
+                  else pd.Series("curve", heldout_rows.index))
+        curve = heldout_rows[device == "curve"]
+        cats.append(("held out\nfitted\nper row", curve["err_iops_pct"], "#56b4e9"))
+        per_config = pd.concat([config_errors(g) for _, g in curve.groupby("split", sort=False)])
         cats.append(("held out\nfitted\nmedians", per_config["fitted_err_pct"], "#56b4e9"))
         cats.append(("held out\nseed's\nmedians", per_config["seed_err_pct"], "#d55e00"))
+        iostat = heldout_rows[device == "iostat"]
+        if len(iostat):
+            per_config = pd.concat([config_errors(g) for _, g in iostat.groupby("split", sort=False)])
+            cats.append(("held out\niostat device\nmedians", per_config["fitted_err_pct"], "#009e73"))
     fig, ax = figures.figure(width="page", aspect=0.32)
     rng = np.random.default_rng(0)
     for i, (_, vals, color) in enumerate(cats):
@@ -1296,11 +1317,36 @@ def model_findings(comp: Comparison, heldout_summary: pd.DataFrame | None = None
                              f"per split "
                              f"{_rng(sd['config_median_abs_err_pct'], '.1f')}% (worst configuration "
                              f"{sd['config_max_abs_err_pct'].max():.1f}%).")
+        io = heldout_summary[(heldout_summary["model"] == HELD_OUT_MODELS["iostat"])
+                             & heldout_summary["config_median_abs_err_pct"].notna()]
+        if len(io):
+            med, worst = _rng(io["config_median_abs_err_pct"], ".1f"), io["config_max_abs_err_pct"].max()
+            lines.append(f"- Given the disk's latency that iostat saw in each run (device='iostat': each "
+                         f"row's io.lat less the reader's CPU inside it, fitted on the fio rows), the model misses "
+                         f"held-out configurations by a median {med}% "
+                         f"per split (worst configuration {worst:.1f}%): CPU, the "
+                         f"wait for a CPU and the disk's own latency account for a query"
+                         + _excess_clause(gap) + ".")
     f = comp.fits.get("local")
     if f is not None:
         p = f.params
+        held = [q for q, why in f.held.items() if not why.startswith(("used with device=", "device="))]
         lines.append(f"- Fitted here: device {p['dev_1_us']:.1f} us per read at one client "
                      f"({p['dev_per_thread_us']:+.1f} us per extra client), a wait of {p['wait_us']:.1f} us "
                      f"per query that neither CPU nor device time explains"
-                     + (f"; held: {', '.join(f.held)}." if f.held else "."))
+                     + (f"; held: {', '.join(held)}." if held else "."))
     return "\n".join(lines)
+
+
+def _excess_clause(gap: pd.DataFrame | None) -> str:
+    """'; the fio-device model's miss ...' with the disk's io.lat under RocksDB minus under fio, per
+    client count (undelayed rows of `gap`, rxlab.model.latency_gap), or '' without fio's io.lat."""
+    if gap is None or "io_lat_excess_us" not in gap.columns:
+        return ""
+    g = gap[(gap["delay_us"] == 0) & gap["io_lat_excess_us"].notna()]
+    if g.empty:
+        return ""
+    by = g.groupby("threads")["io_lat_excess_us"].median()
+    parts = ", ".join(f"{v:+.1f} us at {int(t)} client{'s' if t > 1 else ''}" for t, v in by.items())
+    return (f"; what the fio-device model misses is the disk itself being slower under RocksDB's reads "
+            f"than under fio's (iostat's io.lat, RocksDB minus fio, medians: {parts})")

@@ -68,6 +68,19 @@ own file) and the alignment of the read buffer. On these VMs a read costs
 less when its reader does not sleep (notebook 80, io_uring's spin_us): the
 doorbell exit and the idle vCPU's wake-up are part of every sleeping read.
 
+With device="iostat" the device term of every row, fio's and RocksDB's, is
+the disk's latency that iostat saw during that run, less the reader's CPU
+that falls inside iostat's window (`overlap`, a line in clients fitted on the
+fio rows: the doorbell's exit and the completion interrupt, 13.8 us per read at
+one client and 8.5 at two on 2026-11-23, when the doorbell is cheaper and one
+interrupt completes both readers' reads); the wait for a CPU is counted. It
+does not predict from fio's device; it tests the accounting. On the study of
+2026-11-23 it predicted two clients from one within 2.2% per configuration
+(worst 3.5%, against 5.3% and 7.7% for the fio-device model) and every other
+split within 2.2%: what fio's device cannot carry is the disk itself being
+slower under RocksDB's reads (iostat's io.lat 3-10 us above fio's at one
+client, 14-18 us at two; `latency_gap`'s io_lat_excess_us).
+
 The wait sits inside the max with the emulated delay because the delay is a
 completion deadline: it hides whatever makes the device slower under RocksDB
 than under fio as it hides the device's own latency (measured: the wait of
@@ -131,10 +144,17 @@ PARAMS = {
     "size_penalty_us_per_kib": "us per read per KiB above bs",
     "wait_us": "us per query",            # latency not explained by CPU + device
     "wait_per_thread_us": "us per query per extra client",
+    # device="iostat" only: each row's own io.lat is its device term, less the reader's CPU that
+    # falls inside iostat's window (the doorbell's exit, the completion interrupt)
+    "overlap_us": "us per read: CPU inside iostat's io.lat, one client",
+    "overlap_per_thread_us": "us per read per extra client",
 }
+DEVICES = ("curve", "baseline", "iostat")
+_CURVE_ONLY = ("dev_1_us", "dev_per_thread_us")
+_IOSTAT_ONLY = ("overlap_us", "overlap_per_thread_us")
 # Value a parameter is held at when the data cannot identify it.
-NEUTRAL = {"dev_per_thread_us": 0.0, "delay_offset_us": 30.0, "size_penalty_us_per_kib": 0.0,
-           "wait_per_thread_us": 0.0}
+NEUTRAL = {"dev_1_us": 0.0, "dev_per_thread_us": 0.0, "delay_offset_us": 30.0, "size_penalty_us_per_kib": 0.0,
+           "wait_per_thread_us": 0.0, "overlap_us": 0.0, "overlap_per_thread_us": 0.0}
 # Width of the smooth max between the device's own latency and the emulated
 # delay: real device latencies spread, so E[max(X, D)] bends rather than kinks.
 DELAY_SMOOTH_US = 5.0
@@ -301,7 +321,8 @@ def _is_fio(df: pd.DataFrame) -> pd.Series:
     return df["tool"].astype(str).str.contains("fio", case=False)
 
 
-def _prepare(df, require_baseline: bool = True, need_fio: bool = True, runq: bool = False) -> pd.DataFrame:
+def _prepare(df, require_baseline: bool = True, need_fio: bool = True, runq: bool = False,
+             device: str = "curve") -> pd.DataFrame:
     """Validate step rows and add the model's derived columns; fail on one line naming the gap."""
     if not isinstance(df, pd.DataFrame):
         _fail(f"expected a pandas DataFrame of step rows, got {type(df).__name__}")
@@ -343,6 +364,14 @@ def _prepare(df, require_baseline: bool = True, need_fio: bool = True, runq: boo
         _fail("column threads must be >= 1")
     if not fio.empty and ((pd.to_numeric(fio["rx.lat"]) - pd.to_numeric(fio["cpuPer"])) <= 0).any():
         _fail("fio rows with rx.lat <= cpuPer leave no device latency (is rx.lat fio's mean latency in us?)")
+    if device == "iostat":
+        io_lat = pd.to_numeric(df["io.lat"], errors="coerce") if "io.lat" in df.columns else None
+        bad = (pd.Series(True, index=df.index) if io_lat is None
+               else io_lat.isna() | ~np.isfinite(io_lat.to_numpy(dtype=float)) | (io_lat <= 0))
+        if bad.any():
+            _fail(f"device='iostat' needs io.lat (iostat's read latency, us) > 0 in every row; "
+                  f"{int(bad.sum())} row(s) lack it (first index {bad[bad].index[0]!r}; "
+                  "the seeds' fio rows do not publish it)")
     if RUNQ in df.columns and (pd.to_numeric(df[RUNQ], errors="coerce") < 0).any():
         _fail(f"column {RUNQ} (us per op waiting for a CPU) must be >= 0")
     for c in {*_KEYS, *_DB_REQUIRED, *_FIO_REQUIRED, "rx.lat", "io.lat"} - {"test"}:
@@ -368,7 +397,9 @@ def _baselines(df: pd.DataFrame) -> pd.DataFrame:
     """Mean fio row per (threads, delay_us): iops, usPer, cpuPer, runqPer, lat and
     device = lat - cpuPer - runqPer (what is neither on nor waiting for a CPU)."""
     fio = df[df["_fio"]]
-    b = fio.groupby(list(_KEYS))[["iops", "usPer", "cpuPer", _RUNQ_COUNTED, "rx.lat"]].mean()
+    cols = ["iops", "usPer", "cpuPer", _RUNQ_COUNTED, "rx.lat",
+            *(["io.lat"] if "io.lat" in fio.columns else [])]
+    b = fio.groupby(list(_KEYS))[cols].mean()
     b["device_us"] = b["rx.lat"] - b["cpuPer"] - b[_RUNQ_COUNTED]
     return b
 
@@ -389,6 +420,7 @@ def _with_efficiency(df: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
         parts.append(kept.assign(**{c: e[c] for c in metrics.EFFICIENCY_COLUMNS},
                                  fio_device_us=b["device_us"], fio_cpuPer=b["cpuPer"],
                                  fio_runqPer=b[_RUNQ_COUNTED],
+                                 fio_io_lat=b.get("io.lat", np.nan),
                                  fio_iops=b["iops"]))
     out = pd.concat(parts).loc[db.index]
     if "reads_per_query" not in out.columns:
@@ -404,15 +436,25 @@ def _smax(a, b, h=DELAY_SMOOTH_US):
     return a + h * np.logaddexp(0.0, (b - a) / h)
 
 
-def _device(p: Mapping[str, float], threads, delay):
+def _per_read(p: Mapping[str, float], threads, io_lat=None):
+    """The device term of one undelayed read (us, the non-CPU part): the fitted curve in threads,
+    or (device="iostat") the row's own io.lat less the CPU that iostat's window holds."""
+    threads = np.asarray(threads, float)
+    if io_lat is None:
+        return p["dev_1_us"] + p["dev_per_thread_us"] * (threads - 1.0)
+    return np.asarray(io_lat, float) - (p["overlap_us"] + p["overlap_per_thread_us"] * (threads - 1.0))
+
+
+def _device(p: Mapping[str, float], threads, delay, io_lat=None):
     """Device latency per read (us, the non-CPU part) at a concurrency and emulated delay."""
-    threads, delay = np.asarray(threads, float), np.asarray(delay, float)
-    base = p["dev_1_us"] + p["dev_per_thread_us"] * (threads - 1.0)
+    delay = np.asarray(delay, float)
+    base = _per_read(p, threads, io_lat)
     return np.where(delay > 0, _smax(base, delay - p["delay_offset_us"]), base)
 
 
-def _latency(p: Mapping[str, float], cpu, reads, reqsz, threads, *, delay, bs_kib, device=None):
-    """Predicted latency per query (us); `device` overrides the fitted device curve.
+def _latency(p: Mapping[str, float], cpu, reads, reqsz, threads, *, delay, bs_kib, device=None, io_lat=None):
+    """Predicted latency per query (us); `device` overrides the fitted device curve, `io_lat`
+    (device="iostat") replaces it with each row's own io.lat less the overlap.
 
     The wait is time a query's reads take beyond fio's device latency (the
     device is slower under RocksDB). An emulated delay is a completion
@@ -423,7 +465,7 @@ def _latency(p: Mapping[str, float], cpu, reads, reqsz, threads, *, delay, bs_ki
     """
     threads, delay = np.asarray(threads, float), np.asarray(delay, float)
     reads = np.asarray(reads, float)
-    curve = p["dev_1_us"] + p["dev_per_thread_us"] * (threads - 1.0)
+    curve = _per_read(p, threads, io_lat)
     wait = p["wait_us"] + p["wait_per_thread_us"] * (threads - 1.0)
     if device is None:
         undelayed = reads * curve + wait
@@ -476,20 +518,21 @@ class ModelFit:
         io.eff and device="baseline"). Measured qps/iops and error % come
         along where the row has them.
         """
-        d = _prepare(df, require_baseline=False, need_fio=False, runq=self.runq)
+        d = _prepare(df, require_baseline=False, need_fio=False, runq=self.runq, device=self.device)
         base = _baselines(d) if d["_fio"].any() else self.baselines
         base = pd.concat([base, self.baselines[~self.baselines.index.isin(base.index)]])
         rows = _with_efficiency(d, base)
         p = self.params
         dev = rows["fio_device_us"] if self.device == "baseline" else None
+        io_lat = rows["io.lat"] if self.device == "iostat" else None
         lat = _latency(p, rows["cpuPer"] + rows[_RUNQ_COUNTED], rows["reads_per_query"], rows["reqsz"],
-                       rows["threads"], delay=rows["delay_us"], bs_kib=self.bs_kib, device=dev)
+                       rows["threads"], delay=rows["delay_us"], bs_kib=self.bs_kib, device=dev, io_lat=io_lat)
         keep = [c for c in ("test", "threads", "delay_us", *_CARRY) if c in rows.columns]
         out = rows[keep].copy()
         out["cpuPer"] = rows["cpuPer"]
         out[RUNQ] = rows[RUNQ]
         out["reads_per_query"] = rows["reads_per_query"]
-        out["device_us"] = _device(p, rows["threads"], rows["delay_us"]) if dev is None else dev
+        out["device_us"] = _device(p, rows["threads"], rows["delay_us"], io_lat) if dev is None else dev
         out["lat_pred_us"] = lat
         out["qps_pred"] = rows["threads"] * 1e6 / lat
         out["iops_pred"] = out["qps_pred"] * rows["reads_per_query"]
@@ -541,11 +584,17 @@ def _components(rows: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def _identifiable(fio: pd.DataFrame, db: pd.DataFrame) -> tuple[list[str], dict[str, str]]:
+def _identifiable(fio: pd.DataFrame, db: pd.DataFrame,
+                  device: str = "curve") -> tuple[list[str], dict[str, str]]:
     """Which parameters these rows can identify; the others with the reason they are held."""
     held = {}
+    unused = _CURVE_ONLY if device == "iostat" else _IOSTAT_ONLY
+    why = ("device='iostat': each row's own io.lat is its device term" if device == "iostat"
+           else "used with device='iostat' only")
+    held.update({q: why for q in unused})
+    per_thread = "overlap_per_thread_us" if device == "iostat" else "dev_per_thread_us"
     if fio["threads"].nunique() < 2 and db["threads"].nunique() < 2:
-        held["dev_per_thread_us"] = "one thread count: concurrency not varied"
+        held[per_thread] = "one thread count: concurrency not varied"
     if not ((fio["delay_us"] > 0).any() or (db["delay_us"] > 0).any()):
         held["delay_offset_us"] = "no delay_us rows"
     rq = pd.to_numeric(db["reqsz"])
@@ -569,6 +618,9 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
                                                  "delay_us", "lat_meas_us", "fio_device_us")}
     reqsz = pd.to_numeric(db["reqsz"]).to_numpy(float)
     dev_override = cols["fio_device_us"] if device == "baseline" else None
+    iostat = device == "iostat"
+    io_f = fio["io.lat"].to_numpy(float) if iostat else None
+    io_d = db["io.lat"].to_numpy(float) if iostat else None
     w_fio, w_db = weights
 
     def unpack(x):
@@ -578,26 +630,33 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
 
     def resid(x):
         p = unpack(x)
-        r_f = _device(p, t_f, d_f) / dev_obs - 1.0
+        r_f = _device(p, t_f, d_f, io_f) / dev_obs - 1.0
         lat = _latency(p, cols["cpuPer"] + cols[_RUNQ_COUNTED], cols["reads_per_query"], reqsz,
-                       cols["threads"], delay=cols["delay_us"], bs_kib=bs_kib, device=dev_override)
+                       cols["threads"], delay=cols["delay_us"], bs_kib=bs_kib, device=dev_override,
+                       io_lat=io_d)
         return np.concatenate([w_fio * r_f, w_db * (lat / cols["lat_meas_us"] - 1.0)])
 
     res = least_squares(resid, np.asarray(x0, float), x_scale="jac", method="trf")
     return res, unpack(res.x)
 
 
-def _initial(fio: pd.DataFrame) -> dict[str, float]:
+def _initial(fio: pd.DataFrame, device: str = "curve") -> dict[str, float]:
     """Starting values from the fio rows (lowest-delay rows: a line in threads)."""
     undelayed = fio[fio["delay_us"] == fio["delay_us"].min()]
     dev = (undelayed["rx.lat"] - undelayed["cpuPer"] - undelayed[_RUNQ_COUNTED]).to_numpy(float)
     t = undelayed["threads"].to_numpy(float)
-    if np.unique(t).size >= 2:
-        slope, icpt = np.polyfit(t - 1.0, dev, 1)
-    else:
-        slope, icpt = 0.0, float(dev.mean())
-    return {"dev_1_us": float(icpt), "dev_per_thread_us": float(slope), "delay_offset_us": 30.0,
-            "size_penalty_us_per_kib": 0.0, "wait_us": 0.0, "wait_per_thread_us": 0.0}
+
+    def line(y):
+        if np.unique(t).size >= 2:
+            slope, icpt = np.polyfit(t - 1.0, y, 1)
+            return float(icpt), float(slope)
+        return float(y.mean()), 0.0
+
+    dev_1, dev_slope = line(dev)
+    ovl_1, ovl_slope = line(undelayed["io.lat"].to_numpy(float) - dev) if device == "iostat" else (0.0, 0.0)
+    return {"dev_1_us": dev_1, "dev_per_thread_us": dev_slope, "delay_offset_us": 30.0,
+            "size_penalty_us_per_kib": 0.0, "wait_us": 0.0, "wait_per_thread_us": 0.0,
+            "overlap_us": ovl_1, "overlap_per_thread_us": ovl_slope}
 
 
 def _fit_free(fio, db, free, held, start, *, bs_kib, device, weights):
@@ -638,8 +697,8 @@ def _kind_weights(fun: np.ndarray, n_fio: int, weights) -> tuple[float, float]:
 
 def _fit_rows(fio, db, bs_kib, device):
     """Two passes: unweighted, then each kind of row weighted by its own scatter (feasible GLS)."""
-    free, held = _identifiable(fio, db)
-    start = _initial(fio)  # with device="baseline" only the fio rows inform the device curve
+    free, held = _identifiable(fio, db, device)
+    start = _initial(fio, device)  # with device="baseline" only the fio rows inform the device curve
     weights = (1.0, 1.0)
     res, p, free, held = _fit_free(fio, db, free, held, start, bs_kib=bs_kib, device=device, weights=weights)
     weights = _kind_weights(res.fun, len(fio), weights)
@@ -654,14 +713,25 @@ def _resample(rows: pd.DataFrame, rng) -> pd.DataFrame:
     return rows.loc[np.concatenate(idx)]
 
 
+def _runq_for(device: str, runq: bool | None) -> bool:
+    """runq=None: counted with device="iostat" (its wait for a CPU is outside iostat's window and
+    differs between fio and RocksDB at two clients), not otherwise (see the module's notes)."""
+    return device == "iostat" if runq is None else bool(runq)
+
+
 def fit(df: pd.DataFrame, *, bs_kib: float = DEFAULT_BS_KIB, device: str = "curve",
-        n_boot: int = 0, random_state: int = 0, runq: bool = False) -> ModelFit:
+        n_boot: int = 0, random_state: int = 0, runq: bool | None = None) -> ModelFit:
     """Fit the model to step rows (RocksDB and fio baseline rows in one frame).
 
     device="curve" (default) predicts with the fitted device(threads, delay)
     curve, one model for all rows; device="baseline" uses each row's
     matching fio lat - cpuPer instead (the curve is still fitted and
     reported), for a device whose concurrency curve is not a line.
+    device="iostat" takes each row's own io.lat (iostat's read latency,
+    fio and RocksDB rows alike) less a fitted overlap (the reader's CPU
+    inside iostat's window, a line in threads) as its device term: not a
+    prediction from fio's device, but the test that nothing besides CPU,
+    the wait for a CPU and the device's own latency is left in a query.
     Standard errors: s^2 (J'J)^-1 at the solution, J and s from the weighted
     relative residuals. n_boot > 0 adds bootstrap standard errors (rows
     resampled within each (threads, delay_us) cell, fio and RocksDB rows
@@ -669,11 +739,12 @@ def fit(df: pd.DataFrame, *, bs_kib: float = DEFAULT_BS_KIB, device: str = "curv
     row per cell they say nothing, so measure repetitions.
     runq=True counts each row's measured wait for a CPU (runqPer) beside its
     cpuPer, and takes it out of fio's device term (see the module's notes
-    for why it is off by default).
+    for why it is off by default); None: on with device="iostat" only.
     """
-    if device not in ("curve", "baseline"):
-        raise ValueError(f"device={device!r}: choose 'curve' or 'baseline'")
-    d = _prepare(df, runq=runq)
+    if device not in DEVICES:
+        raise ValueError(f"device={device!r}: choose one of {', '.join(map(repr, DEVICES))}")
+    runq = _runq_for(device, runq)
+    d = _prepare(df, runq=runq, device=device)
     base = _baselines(d)
     fio, db = d[d["_fio"]], _with_efficiency(d, base)
     res, p, free, held, weights = _fit_rows(fio, db, bs_kib, device)
@@ -732,7 +803,10 @@ def evaluate(df: pd.DataFrame, fit_on, **fit_kwargs) -> Evaluation:
     measured iops, as the seed compares). summary: for each model the
     number of rows and the max and median absolute error %.
     """
-    d = _prepare(df, runq=bool(fit_kwargs.get("runq", False)))
+    device = fit_kwargs.get("device", "curve")
+    if device not in DEVICES:
+        raise ValueError(f"device={device!r}: choose one of {', '.join(map(repr, DEVICES))}")
+    d = _prepare(df, runq=_runq_for(device, fit_kwargs.get("runq")), device=device)
     if isinstance(fit_on, pd.Series):
         mask = fit_on.reindex(d.index).fillna(False).astype(bool)
     else:
@@ -772,6 +846,9 @@ def latency_gap(df: pd.DataFrame, runq: bool = False) -> pd.DataFrame:
     reads_per_query * fio device): what the seed's model misses and the
     fitted wait term absorbs (about 10 us in every seed row). runq=True
     counts runqPer as explained, in RocksDB's latency and out of fio's device.
+    fio_io.lat is iostat's read latency under the matched fio baseline and
+    `io_lat_excess_us` = io.lat - fio_io.lat: how much slower the disk
+    itself was under RocksDB's reads (NaN where fio's io.lat is unknown).
     """
     d = _prepare(df, runq=runq)
     rows = _with_efficiency(d, _baselines(d))
@@ -784,6 +861,8 @@ def latency_gap(df: pd.DataFrame, runq: bool = False) -> pd.DataFrame:
     out[RUNQ] = rows[RUNQ]
     out["reads_per_query"] = rows["reads_per_query"]
     out["fio_device_us"] = rows["fio_device_us"]
+    out["fio_io.lat"] = pd.to_numeric(rows["fio_io_lat"])
+    out["io_lat_excess_us"] = out["io.lat"] - out["fio_io.lat"]
     explained = out["cpuPer"] + rows[_RUNQ_COUNTED] + out["reads_per_query"] * out["fio_device_us"]
     out["unexplained_us"] = out["lat_meas_us"] - explained
     return out

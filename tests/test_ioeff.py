@@ -380,6 +380,25 @@ def test_compare_models_reproduces_the_seeds_arithmetic():
     assert "waited for a CPU" not in text  # the seeds did not measure it
 
 
+def test_findings_say_what_the_iostat_device_model_accounts_for():
+    comp = ioeff.compare_models(model.published_frame())
+    ho = pd.DataFrame({"split": ["a", "b", "a"], "model": ["fitted, iostat device"] * 2 + ["fitted"],
+                       "rows": [6, 6, 6], "max_abs_err_pct": [2.0, 4.0, 9.0],
+                       "median_abs_err_pct": [1.0, 2.0, 5.0],
+                       "configs": [2, 2, 2], "config_max_abs_err_pct": [1.5, 3.5, 8.0],
+                       "config_median_abs_err_pct": [0.7, 2.2, 5.3], "note": ["", "", ""]})
+    gap = pd.DataFrame({"threads": [1, 1, 2, 2, 1], "delay_us": [0, 0, 0, 0, 100],
+                        "runqPer": [0.1, 0.3, 19.0, 21.0, 0.5], "unexplained_us": [4.0, 6.0, 3.0, 5.0, 0.0],
+                        "io_lat_excess_us": [2.0, 4.0, 13.0, 15.0, 50.0]})
+    text = ioeff.model_findings(comp, ho, gap=gap)
+    line = next(x for x in text.splitlines() if "device='iostat'" in x)
+    assert "by a median 0.7 to 2.2% per split (worst configuration 3.5%)" in line
+    assert "+3.0 us at 1 client, +14.0 us at 2 clients" in line      # the delayed row is left out
+    # without fio's io.lat there is no excess to state
+    no_fio_io_lat = gap.drop(columns="io_lat_excess_us")
+    assert "slower under RocksDB" not in ioeff.model_findings(comp, ho, gap=no_fio_io_lat)
+
+
 def test_findings_say_what_the_wait_for_a_cpu_explains():
     gap = pd.DataFrame({"threads": [1, 1, 2, 2], "delay_us": [0, 0, 0, 0], "runqPer": [0.1, 0.3, 19.0, 21.0],
                         "unexplained_us": [4.0, 6.0, 3.0, 5.0]})
@@ -401,7 +420,13 @@ def test_held_out_and_sensitivity_on_the_published_rows():
     splits = set(ho["split"])
     assert {"readrandom held out", "readrandom2 held out", "readrandom3 held out", "block_align off from on",
             "threads > 1 from 1"} <= splits
-    assert set(ho["model"]) <= {"fitted", "seed", ""} and len(ho_rows)
+    assert set(ho["model"]) == {"fitted", "seed", "fitted, iostat device"} and len(ho_rows)
+    # the seed's fio tables publish no io.lat: the iostat-device model says so on each split
+    io = ho[ho["model"] == "fitted, iostat device"]
+    assert (io["rows"] == 0).all() and io["note"].str.contains("device='iostat' needs io.lat").all()
+    assert set(ho_rows["device"]) == {"curve"}
+    with pytest.raises(ValueError, match=r"held_out devices=\['fio'\]: choose from curve, iostat"):
+        ioeff.held_out(rows, devices=["fio"])
     fit = model.fit(rows)
     curves, points = ioeff.sensitivity_data(fit, rows)
     assert set(curves["panel"]) == {"device", "cpu"} and set(curves["model"]) == {"seed", "fitted"}
