@@ -1322,7 +1322,8 @@ def model_findings(comp: Comparison, heldout_summary: pd.DataFrame | None = None
         if len(io):
             med, worst = _rng(io["config_median_abs_err_pct"], ".1f"), io["config_max_abs_err_pct"].max()
             lines.append(f"- Given the disk's latency that iostat saw in each run (device='iostat': each "
-                         f"row's io.lat less the reader's CPU inside it, fitted on the fio rows), the model misses "
+                         f"row's io.lat less the reader's CPU inside it, fitted on the fio rows), the model "
+                         f"misses "
                          f"held-out configurations by a median {med}% "
                          f"per split (worst configuration {worst:.1f}%): CPU, the "
                          f"wait for a CPU and the disk's own latency account for a query"
