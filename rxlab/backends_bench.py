@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import refs
+from . import rawio, refs
 from .builds import active_build
 
 KEY_SIZE = 16
@@ -129,6 +129,10 @@ class Bench:
     rows: list[dict] = field(default_factory=list)
     sections: tuple[str, ...] = SECTIONS
     configs: tuple[str, ...] | None = None  # select_configs: None runs every configuration
+    # fio's cpus_allowed for every db_bench run (rawio.parse_cpus). Unpinned, where the scheduler puts
+    # db_bench's two readers changes from run to run, and with it CPU per op and QPS by 10-20%
+    # (both on the interrupt's CPU: faster; spread: slower), whatever the backend.
+    cpus_allowed: str | None = None
 
     @property
     def num(self) -> int:
@@ -146,7 +150,8 @@ class Bench:
         if fs_uri:
             flags["fs_uri"] = fs_uri
             env["LD_PRELOAD"] = str(plugin_path())
-        rows = refs.run_db_bench(active_build() / "bin" / "db_bench", flags, env=env)
+        with rawio.affinity(rawio.parse_cpus(self.cpus_allowed) if self.cpus_allowed else None):
+            rows = refs.run_db_bench(active_build() / "bin" / "db_bench", flags, env=env)
         return rows[-1]
 
     def load(self, db: Path, block_align: bool, size_gib: float) -> None:
@@ -173,6 +178,7 @@ class Bench:
     def record(self, section: str, config: str, rep: int, row: dict, threads: int = 1) -> None:
         ops = row.get("ops") or 0
         rec = {"section": section, "config": config, "threads": threads, "rep": rep,
+               "cpus_allowed": self.cpus_allowed or "",
                "qps": row.get("qps"), "ops": ops,
                "usPer": 1e6 * row.get("cpu_user_s", float("nan")) / ops if ops else float("nan"),
                "syPer": 1e6 * row.get("cpu_sys_s", float("nan")) / ops if ops else float("nan"),

@@ -83,6 +83,10 @@ def _bench_backends(a):
     root = Path(a.dir) if a.dir else default_root()
     sections = select_sections(a.only)
     configs = select_configs(a.configs, sections)
+    if a.cpus_allowed is not None:
+        from .rawio import parse_cpus
+
+        parse_cpus(a.cpus_allowed)  # a bad list fails here, before any DB is loaded
     if a.repeats < 1 or a.duration <= 0:
         raise ValueError(f"bench-backends --repeats {a.repeats} --duration {a.duration}: "
                          "need repeats >= 1 and duration > 0")
@@ -96,12 +100,14 @@ def _bench_backends(a):
         print(f"\nper-run rows: {out}")
         return
     b = Bench(root, size_gib=a.size_gib, duration=a.duration, repeats=a.repeats, quiet=a.quiet,
-              sections=sections, configs=configs)
+              sections=sections, configs=configs, cpus_allowed=a.cpus_allowed)
     df = b.main()
     # a run of some sections or configurations writes its own file: the full run's table stays whole
     part = "-".join(sections) if sections != SECTIONS else ""
     if configs:
         part = "-".join(filter(None, [part, *(c.replace("+", "") for c in configs)]))
+    if a.cpus_allowed:
+        part = "-".join(filter(None, [part, f"cpus{a.cpus_allowed}"]))
     out = root / (f"backends-bench-{part}.csv" if part else "backends-bench.csv")
     df.to_csv(out, index=False)
     print(summarize(df))
@@ -378,6 +384,9 @@ def main(argv=None) -> int:
                     "counters (default: all)")
     bb.add_argument("--configs", help="comma-separated configurations, e.g. 'default,posix' (a name also "
                     "keeps its variants: 'default' keeps 'default (io_uring on)'; default: all)")
+    bb.add_argument("--cpus_allowed", help="run every db_bench on these CPUs (fio's list: 1, 0-1), the same "
+                    "placement for every configuration (unpinned, where the scheduler puts the readers moves "
+                    "CPU per op by 10-20%% between runs)")
     bb.add_argument("--own-cost", action="store_true",
                     help="instead: readrandom with posix and default under perf, CPU per op by code "
                          "(what posix's own code costs beside RocksDB's posix file)")

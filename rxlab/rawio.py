@@ -82,7 +82,7 @@ def parse_cpus(text: str) -> set[int]:
 
 
 @contextlib.contextmanager
-def _affinity(cpus: set[int] | None):
+def affinity(cpus: set[int] | None):
     """Restrict the calling thread (and the threads it starts) to `cpus` for the block."""
     if not cpus:
         yield
@@ -161,7 +161,7 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
             "iodepth_batch_complete_max": int(iodepth_batch_complete_max),
             "thinktime": float(thinktime), "thinktime_spin": float(thinktime_spin),
             "cpus_split": cpus_allowed_policy == "split"}
-    with _affinity(cpus):  # the jobs' threads inherit the caller's affinity
+    with affinity(cpus):  # the jobs' threads inherit the caller's affinity
         if ramp_time > 0:
             _core.rawio(**args, runtime=float(ramp_time))
         dev = sysinfo.device_for_path(filename)

@@ -29,6 +29,9 @@ BAD_BENCH_INPUT = [
     ("bench-backends", ["--only", "multiread"], "sections are readrandom, multireadrandom"),
     ("bench-backends", ["--repeats", "0"], "--repeats 0"),
     ("bench-backends", ["--duration", "0", "--own-cost"], "--duration 0"),
+    ("bench-backends", ["--only", "readrandom", "--configs", "libaio+x"],
+     "configurations of readrandom are default, posix"),
+    ("bench-backends", ["--cpus_allowed", "0-999"], "are not available"),
 ]
 
 
@@ -187,6 +190,23 @@ def test_own_cost_profiles_posix_and_default_through_db_bench(tmp_path):
     assert per.loc["RocksDB and db_bench"].gt(0).all() and per.loc["kernel"].gt(0).all(), per
     text = bb.summarize_own_cost(df)
     assert "threads=1" in text and "posix's extra code" in text and "% of default's CPU/op" in text
+
+
+def test_configs_select_configurations_and_the_summary_pairs_cpu_per_op():
+    assert bb.select_configs(None) is None
+    assert bb.select_configs("default, posix", ("readrandom",)) == ("default", "posix")
+    # a name keeps its variants, and only its own
+    assert bb._config_matches("default (io_uring on)", ("default",))
+    assert not bb._config_matches("default (io_uring on)", ("posix",))
+    cpu = {"default": (40.0, 50.0, 45.0, 44.0), "posix": (41.0, 55.0, 44.1, 45.0)}
+    rows = [{"section": "readrandom", "config": c, "threads": t, "rep": rep, "qps": 1000.0,
+             "cpuPer": v[rep] * t, "usPer": 1.0, "syPer": 1.0, "p99_us": 100.0}
+            for c, v in cpu.items() for t in (1, 2) for rep in range(4)]
+    text = bb.summarize(pd.DataFrame(rows))
+    assert "multireadrandom" not in text and "seekrandom" not in text
+    # paired posix/default per repetition: 1.025, 1.1, 0.98, 1.0227 -> median 1.024
+    assert "posix / default CPU/op: paired median 1.024" in text and "n=4" in text
+    assert "readrandom t=2: posix CPU/op 89.1 us vs default 89.0 us: +0.1%" in text
 
 
 def test_summary_of_the_multiread_section_alone_pairs_by_repetition():
