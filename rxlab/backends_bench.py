@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
