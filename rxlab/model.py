@@ -78,8 +78,11 @@ does not predict from fio's device; it tests the accounting. On the study of
 2026-11-23 it predicted two clients from one within 2.2% per configuration
 (worst 3.5%, against 5.3% and 7.7% for the fio-device model) and every other
 split within 2.2%: what fio's device cannot carry is the disk itself being
-slower under RocksDB's reads (iostat's io.lat 3-10 us above fio's at one
-client, 14-18 us at two; `latency_gap`'s io_lat_excess_us).
+slower under RocksDB's reads (iostat's io.lat 5 us above fio's at one
+client and 18 us at two with block_align, 11 and 14 us without it, whose
+reads are larger; `latency_gap`'s io_lat_excess_us). Whether busy vCPUs
+slow the virtual disk was probed with SCHED_IDLE spinners on every CPU and
+left open: two probes minutes apart moved fio's io.lat by +11 and -3 us.
 
 The wait sits inside the max with the emulated delay because the delay is a
 completion deadline: it hides whatever makes the device slower under RocksDB

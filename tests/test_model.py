@@ -269,7 +269,7 @@ def test_measured_wait_for_a_cpu_predicts_more_clients_from_one():
 
 def slower_disk_under_rocksdb(seed=0, threads=(1, 2, 3), reps=3):
     """Rows of a machine whose disk is slower under RocksDB's reads than under fio's, more so with
-    more clients (measured here: iostat's io.lat +3-10 us at one client, +14-18 at two), and whose
+    more clients (measured here: iostat's io.lat +5-11 us at one client, +14-18 at two), and whose
     io.lat holds some of the reader's CPU (the doorbell, the completion: 14 us at one client, 8 at
     two). Latency = CPU + reads x the disk's own latency; nothing else."""
     rng = np.random.default_rng(seed)
