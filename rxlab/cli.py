@@ -284,8 +284,10 @@ def _bench_driver(a):
             print(f"readrandom t={t}:\n{summarize_profile(prof)}\n")
         return
     parts = tuple(a.only.split(",")) if a.only else PARTS
-    df = run(root, duration=a.duration, repeats=a.repeats, fio_runtime=a.fio_runtime, quiet=a.quiet, parts=parts)
-    out = root / ("driver-bench.csv" if set(parts) == set(PARTS) else f"driver-bench-{'-'.join(parts)}.csv")
+    df = run(root, duration=a.duration, repeats=a.repeats, fio_runtime=a.fio_runtime, quiet=a.quiet, parts=parts,
+             cpus_allowed=a.cpus_allowed)
+    name = "driver-bench" if set(parts) == set(PARTS) else f"driver-bench-{'-'.join(parts)}"
+    out = root / (f"{name}-cpus{a.cpus_allowed}.csv" if a.cpus_allowed else f"{name}.csv")
     df.to_csv(out, index=False)
     print(summarize(df))
     print(f"\nper-repetition rows: {out}")
@@ -407,6 +409,8 @@ def main(argv=None) -> int:
     bd.add_argument("--fio-runtime", type=int, default=10)
     bd.add_argument("--repeats", type=int, default=3)
     bd.add_argument("--only", help="readrandom or fio (default: both)")
+    bd.add_argument("--cpus_allowed", help="run both tools' readrandom on these CPUs (fio's list: 1, 0-1), "
+                    "the same placement for both")
     bd.add_argument("--profile", action="store_true",
                     help="instead: each tool's readrandom under perf record, the readers' CPU per op by symbol")
     bd.add_argument("--quiet", action="store_true")

@@ -49,11 +49,17 @@ PARTS = ("readrandom", "fio")
 
 
 def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10, quiet: bool = False, *,
-         parts: tuple[str, ...] = PARTS):
-    """Run the benchmark's `parts` (readrandom: rxlab vs db_bench; fio: rxlab fio vs fio)."""
+         parts: tuple[str, ...] = PARTS, cpus_allowed: str | None = None):
+    """Run the benchmark's `parts` (readrandom: rxlab vs db_bench; fio: rxlab fio vs fio).
+
+    cpus_allowed (fio's CPU list): both tools' readrandom runs on these CPUs, the same placement
+    for both (unpinned, where the scheduler puts two readers moves QPS and CPU per op by 10-20%
+    between runs on these VMs, whichever tool runs them).
+    """
     bad = [p for p in parts if p not in PARTS]
     if bad or not parts:
         raise ValueError(f"parts {', '.join(bad) or '(none)'}: allowed are {', '.join(PARTS)}")
+    cpus = rawio.parse_cpus(cpus_allowed) if cpus_allowed else None
     b = Bench(root, duration=duration, repeats=repeats, quiet=quiet)
     db = root / "db-aligned"
     b.load(db, True, b.size_gib)
@@ -78,9 +84,11 @@ def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10
     for rep in range(repeats if "readrandom" in parts else 0):
         for threads in (1, 2):
             for tool, fn in flip(tools, rep):
-                r = fn(db, b.num, threads, duration)
+                with rawio.affinity(cpus):  # the driver's threads and db_bench inherit it
+                    r = fn(db, b.num, threads, duration)
                 sc = metrics.seed_columns([r]).iloc[0]
                 rows.append({"section": "readrandom", "tool": tool, "threads": threads, "rep": rep,
+                             "cpus_allowed": cpus_allowed or "",
                              "qps": sc["qps"], "usPer": sc["usPer"], "syPer": sc["syPer"],
                              "cpuPer": sc["cpuPer"], "iops": sc["iops"], "found": r.get("found"),
                              "ops": r["ops"]})

@@ -32,6 +32,7 @@ BAD_BENCH_INPUT = [
     ("bench-backends", ["--only", "readrandom", "--configs", "libaio+x"],
      "configurations of readrandom are default, posix"),
     ("bench-backends", ["--cpus_allowed", "0-999"], "are not available"),
+    ("bench-driver", ["--only", "readrandom", "--cpus_allowed", "x"], "expected CPU numbers"),
 ]
 
 
