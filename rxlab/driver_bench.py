@@ -13,6 +13,7 @@ per op by leaf symbol under perf, rxlab's loop beside db_bench's.
 """
 from __future__ import annotations
 
+import math
 import re
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import driver, metrics, rawio, refs
-from .backends_bench import COMMON, KEY_SIZE, VALUE_SIZE, Bench, median_interval
+from .backends_bench import COMMON, KEY_SIZE, VALUE_SIZE, Bench, adjusted_difference, median_interval
 from .builds import active_build
 
 
@@ -91,6 +92,7 @@ def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10
                              "cpus_allowed": cpus_allowed or "",
                              "qps": sc["qps"], "usPer": sc["usPer"], "syPer": sc["syPer"],
                              "cpuPer": sc["cpuPer"], "iops": sc["iops"], "found": r.get("found"),
+                             "sleepsPer": sc["sleepsPer"],
                              "ops": r["ops"]})
                 log(f"  readrandom t={threads} {tool:8} rep {rep}: {sc['qps']:8.0f} qps, "
                     f"{sc['cpuPer']:5.1f} us CPU/op, found {r.get('found')}/{r['ops']}")
@@ -146,6 +148,13 @@ def summarize(df: pd.DataFrame) -> str:
                    f"{'MET' if r.cpuPer <= d.cpuPer else 'MISSED'}")
         out.append(f"      QPS {_interval(paired_ratios(df, 'readrandom', t, 'rxlab', 'db_bench'))}; "
                    f"CPU/op {_interval(paired_ratios(df, 'readrandom', t, 'rxlab', 'db_bench', 'cpuPer'))}")
+        rr = df[(df["section"] == "readrandom") & (df["threads"] == t)].rename(columns={"tool": "config"})
+        diff, se, slope = adjusted_difference(rr, "rxlab", "db_bench")
+        if not math.isnan(diff):
+            s = rr.groupby("config")["sleepsPer"].median()
+            out.append(f"      sleeps per op (median): db_bench {s['db_bench']:.2f}, rxlab {s['rxlab']:.2f}; "
+                       f"at equal sleeps rxlab - db_bench = {diff:+.1f} +- {se:.1f} us CPU/op "
+                       f"({100 * diff / d.cpuPer:+.1f}%; {slope:+.1f} us per sleep)")
         if (df["tool"] == RXLAB_PERF).any():
             on = df[(df["section"] == "readrandom") & (df["threads"] == t)]
             w = on.pivot_table(index="rep", columns="tool", values="cpuPer", aggfunc="first")

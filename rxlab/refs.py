@@ -743,6 +743,9 @@ def run_db_bench(db_bench, flags, env=None, *, timeout: float | None = None,
         row["own_write_bytes"] = w.get("proc.write_bytes", float("nan"))
         row.update(bg)
         row["timeseries"] = sampler.timeseries(w0, w1)
+        if len(rows) == 1:  # the whole invocation's context switches: start-up adds a few hundred
+            row.setdefault("vcsw", ru["children_nvcsw"])
+            row.setdefault("ivcsw", ru["children_nivcsw"])
         row.update({"invocation.cpu_user_s": ru["children_user_s"],
                     "invocation.cpu_sys_s": ru["children_sys_s"], "invocation.wall_s": t1 - t0,
                     "db": db, "device": dev.disk,

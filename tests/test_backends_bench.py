@@ -6,6 +6,8 @@ decide what is printed.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -224,3 +226,29 @@ def test_summary_of_the_multiread_section_alone_pairs_by_repetition():
     # medians: io_uring 110 vs default 100; paired per repetition: 1.10, 0.90, 1.05 -> median 1.05
     assert "io_uring 110 ops/s = 2.00x posix" in text and "1.10x default with io_uring" in text
     assert "io_uring / default with io_uring: paired median 1.050" in text and "(0.900..1.100), n=3" in text
+
+
+def test_adjusted_difference_holds_sleeps_per_op_equal():
+    """CPU per op follows how often the reader slept; a run that happened to sleep more must not
+    count against its backend. Known truth: posix costs 1.0 us more at equal sleeps, 12 us per sleep."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for rep in range(10):
+        for config, extra, sleeps in (("default", 0.0, rng.uniform(0.5, 1.0)),
+                                      ("posix", 1.0, rng.uniform(0.5, 0.7))):
+            rows.append({"section": "readrandom", "config": config, "threads": 1, "rep": rep, "qps": 1000.0,
+                         "sleepsPer": sleeps, "cpuPer": 40.0 + extra + 12.0 * sleeps + rng.normal(0, 0.2),
+                         "usPer": 20.0, "syPer": 20.0, "p99_us": 100.0})
+    df = pd.DataFrame(rows)
+    diff, se, slope = bb.adjusted_difference(df, "posix", "default")
+    assert diff == pytest.approx(1.0, abs=4 * se) and se < 0.3
+    assert slope == pytest.approx(12.0, abs=1.0)
+    # the raw medians mislead here: posix slept less, so it looks cheaper than it is
+    med = df.groupby("config")["cpuPer"].median()
+    assert med["posix"] - med["default"] < 0.5
+    text = bb.summarize(df.assign(threads=1))
+    line = next(x for x in text.splitlines() if "at equal sleeps" in x)
+    assert re.search(r"posix - default = \+(0\.9|1\.0|1\.1) \+- 0\.\d us CPU/op", line), line
+    # without the covariate there is nothing to adjust: NaNs, and no line
+    assert all(np.isnan(bb.adjusted_difference(df.drop(columns="sleepsPer"), "posix", "default")))
+    assert "at equal sleeps" not in bb.summarize(df.drop(columns="sleepsPer"))

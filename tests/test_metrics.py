@@ -101,8 +101,9 @@ def test_units_on_a_hand_computed_step():
     row = {"name": "readrandom", "ops": 1000, "wall_s": 2.0, "lat_mean_us": 50.0,
            "cpu_user_s": 0.010, "cpu_sys_s": 0.005, "disk_reads": 400, "disk_read_sectors": 400 * 16,
            "disk_read_ticks_ms": 20, "disk_writes": 3, "disk_write_sectors": 2 * 2048,
-           "disk_write_ticks_ms": 1, "bytes": 1000 * 4194}
+           "disk_write_ticks_ms": 1, "bytes": 1000 * 4194, "vcsw": 730}
     got = metrics.seed_columns(row).iloc[0]
+    assert got["sleepsPer"] == pytest.approx(0.73)  # 730 of the 1000 ops slept
     assert got["qps"] == 500
     assert got["iops"] == 200
     assert got["reqsz"] == 8.0          # 16 sectors x 512 B = 8 KB
