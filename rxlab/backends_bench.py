@@ -251,6 +251,17 @@ def adjusted_difference(df: pd.DataFrame, a: str, b: str, col: str = "cpuPer",
     return float(beta[1]), float(np.sqrt(cov[1, 1])), float(beta[2])
 
 
+def sleeps_line(rows: pd.DataFrame, a: str, b: str, base_cpu: float) -> str | None:
+    """'sleeps per op ...; at equal sleeps a - b = ...' for rows with a `config` column, or None
+    when the rows carry no sleeps per op (adjusted_difference)."""
+    diff, se, slope = adjusted_difference(rows, a, b)
+    if math.isnan(diff):
+        return None
+    s = rows.groupby("config")["sleepsPer"].median()
+    return (f"      sleeps per op (median): {b} {s[b]:.2f}, {a} {s[a]:.2f}; at equal sleeps {a} - {b} = "
+            f"{diff:+.1f} +- {se:.1f} us CPU/op ({100 * diff / base_cpu:+.1f}%; {slope:+.1f} us per sleep)")
+
+
 def summarize(df: pd.DataFrame) -> str:
     """Medians with the spread (min..max), and the issue's targets judged on medians."""
     out = []
@@ -283,13 +294,9 @@ def summarize(df: pd.DataFrame) -> str:
                    f"{100 * (p / d - 1):+.1f}% (target within 3%) "
                    f"{'MET' if abs(p / d - 1) <= 0.03 else 'MISSED'}")
         out.append(f"      posix / default CPU/op: {paired('readrandom', 'posix', 'default', t, 'cpuPer')}")
-        rr = df[(df["section"] == "readrandom") & (df["threads"] == t)]
-        diff, se, slope = adjusted_difference(rr, "posix", "default")
-        if not math.isnan(diff):
-            s = rr.groupby("config")["sleepsPer"].median()
-            out.append(f"      sleeps per op (median): default {s['default']:.2f}, posix {s['posix']:.2f}; "
-                       f"at equal sleeps posix - default = {diff:+.1f} +- {se:.1f} us CPU/op "
-                       f"({100 * diff / d:+.1f}%; {slope:+.1f} us per sleep)")
+        line = sleeps_line(df[(df["section"] == "readrandom") & (df["threads"] == t)], "posix", "default", d)
+        if line:
+            out.append(line)
     if has("multireadrandom", "posix", "default (io_uring on)", "io_uring", "libaio"):
         px = m("multireadrandom", "posix")
         dflt = m("multireadrandom", "default (io_uring on)")

@@ -13,7 +13,6 @@ per op by leaf symbol under perf, rxlab's loop beside db_bench's.
 """
 from __future__ import annotations
 
-import math
 import re
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import driver, metrics, rawio, refs
-from .backends_bench import COMMON, KEY_SIZE, VALUE_SIZE, Bench, adjusted_difference, median_interval
+from .backends_bench import COMMON, KEY_SIZE, VALUE_SIZE, Bench, median_interval, sleeps_line
 from .builds import active_build
 
 
@@ -149,12 +148,9 @@ def summarize(df: pd.DataFrame) -> str:
         out.append(f"      QPS {_interval(paired_ratios(df, 'readrandom', t, 'rxlab', 'db_bench'))}; "
                    f"CPU/op {_interval(paired_ratios(df, 'readrandom', t, 'rxlab', 'db_bench', 'cpuPer'))}")
         rr = df[(df["section"] == "readrandom") & (df["threads"] == t)].rename(columns={"tool": "config"})
-        diff, se, slope = adjusted_difference(rr, "rxlab", "db_bench")
-        if not math.isnan(diff):
-            s = rr.groupby("config")["sleepsPer"].median()
-            out.append(f"      sleeps per op (median): db_bench {s['db_bench']:.2f}, rxlab {s['rxlab']:.2f}; "
-                       f"at equal sleeps rxlab - db_bench = {diff:+.1f} +- {se:.1f} us CPU/op "
-                       f"({100 * diff / d.cpuPer:+.1f}%; {slope:+.1f} us per sleep)")
+        line = sleeps_line(rr, "rxlab", "db_bench", d.cpuPer)
+        if line:
+            out.append(line)
         if (df["tool"] == RXLAB_PERF).any():
             on = df[(df["section"] == "readrandom") & (df["threads"] == t)]
             w = on.pivot_table(index="rep", columns="tool", values="cpuPer", aggfunc="first")
