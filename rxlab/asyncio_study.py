@@ -447,9 +447,9 @@ def _run_steps(spec, steps: list[dict], specd: dict, root: Path, structure: bool
     sess = driver.Session(spec)
     try:
         with store.RunWriter(root, specd, fp) as w:
-            for i, st in enumerate(steps):
+            for st in steps:
                 sess.db.reset_counters()  # fs.max_inflight is then this step's
-                row = sess.run_step(st, index=i)
+                row = sess.run_step(st)
                 if st["name"] in ("readrandom", "multireadrandom", "seekrandom"):
                     row.update(_step_annotations(st, row, spec.backend))
                 w.add_step(row)

@@ -918,12 +918,12 @@ def _step(sess, step: Mapping, index: int, params: Params, writer: store.RunWrit
     extra = {"cpu.mode": mode or "", "cpu.rep": step.get("cpu_rep", -1),
              "cpu.perf_level": step.get("perf_level", sess.spec.perf_level)}
     if mode != PROFILE:
-        return {**sess.run_step(step, index=index), **extra}
+        return {**sess.run_step(step), **extra}
     tmp = _profile_dir()
     try:
         prof = Profiler(os.getpid(), tmp, call_graph=params.call_graph, frequency=params.frequency)
         with prof:
-            row = sess.run_step(step, index=index)
+            row = sess.run_step(step)
         samples = parse_script(perf_script(prof.data))
         folded = fold(samples)
         name = f"step{index:02d}-{step.get('label', step['name'])}-r{step.get('cpu_rep', 0)}.folded"

@@ -317,18 +317,21 @@ def direct_io_works(path: Path) -> bool:
             probe.unlink()
 
 
-def step_spec(spec: RunSpec, step: Mapping, index: int = 0) -> dict:
+def step_spec(spec: RunSpec, step: Mapping, first_thread: int = 0) -> dict:
     """The C++ StepSpec for one step: run-level defaults, then the step's own.
 
-    `index` (the step's place in the run) offsets the seed, as db_bench seeds each
-    benchmark's threads differently: with one seed for every step, readrandom after
-    fillrandom would read exactly the keys just written, and each readrandom the same keys.
+    `first_thread` is the number of threads that earlier steps of the run started
+    (`threads_started`): thread i of this step draws its keys from db_bench's
+    generator seeded with seed + first_thread + 1 + i, as db_bench seeds its
+    threads, so the same seed gives both tools the same keys, and readrandom
+    after fillrandom does not read exactly the keys just written.
     """
     d = {"name": step["name"], "num": spec.num, "threads": spec.threads, "key_size": spec.key_size,
          "value_size": spec.value_size, "seek_nexts": spec.seek_nexts, "batch_size": spec.batch_size,
          "async_io": spec.async_io, "multiread_batched": spec.multiread_batched,
          "write_rate_limit": spec.write_rate_limit, "perf_level": spec.perf_level, "perf_events": spec.perf_events,
-         "cpus_split": spec.cpus_allowed_policy == "split", "seed": spec.seed + index}
+         "cpus_split": spec.cpus_allowed_policy == "split", "seed": spec.seed,
+         "first_thread": first_thread}
     if step["name"] in READ_STEPS:
         d["duration"] = spec.duration
         d["ops"] = spec.reads
@@ -342,6 +345,19 @@ def step_spec(spec: RunSpec, step: Mapping, index: int = 0) -> dict:
     return d
 
 
+# db_bench runs these outside its thread machinery (they start no thread);
+# a *whilewriting benchmark adds its writer as thread 0.
+_NO_THREADS = frozenset({"flush", "compact0", "waitforcompaction"})
+_WITH_WRITER = frozenset({"readwhilewriting", "seekrandomwhilewriting"})
+
+
+def threads_started(sspec: Mapping) -> int:
+    """How many threads db_bench starts for this step (its total_thread_count_ grows by it)."""
+    if sspec["name"] in _NO_THREADS:
+        return 0
+    return int(sspec["threads"]) + (sspec["name"] in _WITH_WRITER)
+
+
 class Session:
     """An open DB plus the machinery that turns a C++ step into a row."""
 
@@ -352,17 +368,19 @@ class Session:
         self.device = sysinfo.device_for_path(spec.db)
         Path(spec.db).mkdir(parents=True, exist_ok=True)
         self.db = _core.DB(str(spec.db), spec.backend, rocksdb_options(spec, bloom_bits), spec.statistics)
-        self.steps_run = 0
+        # Threads started by the run's steps so far (db_bench's total_thread_count_, which seeds
+        # the key generators); a reopened DB continues the run's count.
+        self.threads_started = 0
 
     def close(self) -> None:
         self.db.close()
 
-    def run_step(self, step: Mapping, index: int | None = None) -> dict:
-        """Run one step; `index` (default: steps run so far in this session) offsets the seed."""
+    def run_step(self, step: Mapping) -> dict:
+        """Run one step (its threads' keys seeded as db_bench seeds them, see step_spec)."""
         from . import _core
 
-        sspec = step_spec(self.spec, step, self.steps_run if index is None else index)
-        self.steps_run += 1
+        sspec = step_spec(self.spec, step, self.threads_started)
+        self.threads_started += threads_started(sspec)
         disk = self.device.disk
         d0 = sysinfo.diskstats(disk) if disk else None
         c0, r0 = sysinfo.proc_stat_cpu(), sysinfo.rusage()
@@ -495,10 +513,12 @@ def run(spec: RunSpec | Mapping, root: str | os.PathLike | None = None, progress
             for i, step in enumerate(tqdm(steps, desc=spec.name, disable=not progress, unit="step")):
                 if "reopen" in step:
                     sess.close()
+                    started = sess.threads_started
                     sess = Session(spec, bloom_bits=step["reopen"].get("bloom_bits"))
+                    sess.threads_started = started
                     continue
                 finish = step_probe() if step_probe is not None else None
-                row = sess.run_step(step, index=i)
+                row = sess.run_step(step)
                 if finish is not None:
                     row.update(finish())
                 row["step_index"] = i

@@ -547,6 +547,53 @@ def test_db_loaded_by_db_bench_is_read_by_rxlab(tmp_path):
         s.close()
 
 
+def test_same_seed_draws_the_keys_db_bench_draws(tmp_path):
+    """--seed means what it means in db_bench: thread i of a step draws db_bench's keys
+    (mt19937_64 seeded with seed + the threads started before it + 1 + i). On a DB where
+    about 63% of the keys exist, the same reads find exactly as many keys."""
+    db_bench = _db_bench()
+    flags = {**DB_BENCH_FLAGS, "num": N}
+    refs.run_db_bench(db_bench, {"benchmarks": "fillrandom,flush", "db": tmp_path / "a", **flags,
+                                 "seed": 3}, timeout=120, background_s=0.05)
+
+    def db_bench_found(seed):
+        rows = refs.run_db_bench(db_bench, {"benchmarks": "readrandom", "use_existing_db": True, "reads": N,
+                                            "db": tmp_path / "a", **flags, "seed": seed},
+                                 timeout=120, background_s=0.05)
+        return rows[0]["found"]
+
+    theirs = {seed: db_bench_found(seed) for seed in (7, 8)}
+    assert all(0.55 * N < f < 0.71 * N for f in theirs.values())
+    for seed in (7, 8):
+        s = driver.Session(_interop_spec(tmp_path / "a", use_existing_db=True, seed=seed))
+        try:
+            assert step(s, "readrandom", ops=N)["found"] == theirs[seed]
+        finally:
+            s.close()
+    # A sequence: fillrandom writes db_bench's keys (its per-batch draw included), and the
+    # reader is the invocation's second thread (flush starts none).
+    rows = refs.run_db_bench(db_bench, {"benchmarks": "fillrandom,flush,readrandom", "reads": N,
+                                        "db": tmp_path / "b", **flags, "seed": 7},
+                             timeout=120, background_s=0.05)
+    s = driver.Session(_interop_spec(tmp_path / "c", seed=7))
+    try:
+        step(s, "fillrandom")
+        step(s, "flush")
+        mine = step(s, "readrandom", ops=N)
+    finally:
+        s.close()
+    assert mine["found"] == next(r for r in rows if r["name"] == "readrandom")["found"]
+
+
+def test_threads_started_counts_as_db_bench_does():
+    spec = make_spec(Path("/tmp/unused"), threads=3)
+    started = [driver.threads_started(driver.step_spec(spec, {"name": n}))
+               for n in ("fillrandom", "flush", "compact0", "waitforcompaction", "compact",
+                         "readwhilewriting", "readrandom")]
+    assert started == [3, 0, 0, 0, 3, 4, 3]
+    assert driver.step_spec(spec, {"name": "readrandom"}, first_thread=5)["first_thread"] == 5
+
+
 def test_merge_series_spreads_ops_over_the_sampled_seconds():
     """The C++ cumulative 1 Hz ops series, interpolated onto the sampler's periods."""
     res = {"start_mono_s": 100.0, "wall_s": 2.0, "ops": 1000,

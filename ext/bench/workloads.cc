@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <thread>
 
 namespace rxlab {
@@ -38,6 +39,15 @@ struct Rng {
     return z ^ (z >> 31);
   }
   double Uniform() { return static_cast<double>(Next() >> 11) * (1.0 / 9007199254740992.0); }
+};
+
+// The key generator of a worker: db_bench's Random64 (a 64-bit Mersenne
+// Twister), so that the same seed gives the same key sequence as db_bench's
+// GetRandomKey (Next() % num).
+struct KeyRng {
+  std::mt19937_64 gen;
+  explicit KeyRng(uint64_t seed) : gen(seed) {}
+  uint64_t Next() { return gen(); }
 };
 
 // Values like db_bench's: a 1 MiB pool made of 100-byte fragments whose
@@ -167,6 +177,7 @@ class Runner {
     ro_.optimize_multiget_for_io = s.optimize_multiget_for_io;
     wo_.sync = s.sync;
     wo_.disableWAL = s.disable_wal;
+    readers_first_tid_ = s.name == "readwhilewriting" || s.name == "seekrandomwhilewriting" ? 1 : 0;
   }
 
   // Run fn(thread index, out) on n threads; the caller samples progress.
@@ -274,8 +285,8 @@ class Runner {
   // ---- workloads ----
 
   void Fill(int t, ThreadOut& o, bool sequential) {
-    Rng r(Seed(t));
-    ValuePool vals(s_.compression_ratio, static_cast<size_t>(s_.value_size), Seed(t) ^ 0x5555);
+    KeyRng r(KeySeed(t));
+    ValuePool vals(s_.compression_ratio, static_cast<size_t>(s_.value_size), ValueSeed(t) ^ 0x5555);
     int64_t per = s_.ops >= 0 ? s_.ops : s_.num / s_.threads;
     int64_t first = sequential ? static_cast<int64_t>(t) * (s_.num / s_.threads) : 0;
     uint64_t deadline = Deadline();
@@ -284,6 +295,9 @@ class Runner {
     int64_t i = 0;
     while (!(deadline ? MonoNs() >= deadline : i >= per)) {
       batch.Clear();
+      // db_bench draws, per batch, which of its DBs to write (one here) before the keys;
+      // drawing it too keeps a seed's key sequence db_bench's.
+      if (!sequential) r.Next();
       uint64_t t0 = MonoNs();
       for (int b = 0; b < s_.batch_size && (deadline || i < per); b++, i++) {
         uint64_t k = sequential ? static_cast<uint64_t>(first + i) % static_cast<uint64_t>(s_.num)
@@ -300,11 +314,12 @@ class Runner {
   }
 
   void ReadRandom(int t, ThreadOut& o) {
-    Rng r(Seed(t));
+    KeyRng r(KeySeed(t + readers_first_tid_));
     uint64_t deadline = Deadline();
     std::string key;
     rocksdb::PinnableSlice val;
     while (!Done(o, ReadLimit(), deadline)) {
+      r.Next();  // db_bench draws which of its DBs to read (one here) before the key
       Key(key, r.Next() % static_cast<uint64_t>(s_.num));
       val.Reset();
       uint64_t t0 = MonoNs();
@@ -316,7 +331,7 @@ class Runner {
   }
 
   void MultiRead(int t, ThreadOut& o) {
-    Rng r(Seed(t));
+    KeyRng r(KeySeed(t));
     uint64_t deadline = Deadline();
     size_t n = static_cast<size_t>(s_.batch_size);
     std::vector<std::string> keys(n);
@@ -325,12 +340,13 @@ class Runner {
     std::vector<rocksdb::Status> sts(n);
     std::vector<std::string> strvals;
     int64_t limit = ReadLimit() / static_cast<int64_t>(n) + (ReadLimit() % static_cast<int64_t>(n) ? 1 : 0);
+    const uint64_t num = static_cast<uint64_t>(s_.num), stride = static_cast<uint64_t>(s_.multiread_stride);
     while (!Done(o, limit, deadline)) {
-      uint64_t base = r.Next() % static_cast<uint64_t>(s_.num);
+      uint64_t base = r.Next() % num;
+      // db_bench: a strided batch that would run past the last key starts earlier instead.
+      if (stride && base + (n - 1) * stride >= num) base = num > n * stride ? num - n * stride : 0;
       for (size_t i = 0; i < n; i++) {
-        uint64_t k = s_.multiread_stride ? (base + i * static_cast<uint64_t>(s_.multiread_stride)) %
-                                               static_cast<uint64_t>(s_.num)
-                                         : (i == 0 ? base : r.Next() % static_cast<uint64_t>(s_.num));
+        uint64_t k = stride ? (base + i * stride) % num : (i == 0 ? base : r.Next() % num);
         Key(keys[i], k);
         ks[i] = keys[i];
         vals[i].Reset();
@@ -350,7 +366,7 @@ class Runner {
   }
 
   void SeekRandom(int t, ThreadOut& o) {
-    Rng r(Seed(t));
+    KeyRng r(KeySeed(t + readers_first_tid_));
     uint64_t deadline = Deadline();
     std::string key;
     while (!Done(o, ReadLimit(), deadline)) {
@@ -399,8 +415,8 @@ class Runner {
   // db_bench's mixgraph: Get/Put/Seek by ratio, value sizes and scan lengths
   // from Pareto distributions; keys uniform unless key_dist_a/b are set.
   void MixGraph(int t, ThreadOut& o) {
-    Rng r(Seed(t));
-    ValuePool vals(s_.compression_ratio, static_cast<size_t>(s_.mix_max_value_size), Seed(t) ^ 0x77);
+    KeyRng r(KeySeed(t));
+    ValuePool vals(s_.compression_ratio, static_cast<size_t>(s_.mix_max_value_size), ValueSeed(t) ^ 0x77);
     double sum = s_.mix_get_ratio + s_.mix_put_ratio + s_.mix_seek_ratio;
     int b0 = static_cast<int>(std::ceil(1000 * s_.mix_get_ratio / sum));
     int b1 = b0 + static_cast<int>(std::ceil(1000 * s_.mix_put_ratio / sum));
@@ -412,6 +428,7 @@ class Runner {
     double rate = 0;  // ops/s under --sine_mix_rate
     uint64_t last_rate = 0, next_op = MonoNs();
     while (!Done(o, ReadLimit(), deadline)) {
+      r.Next();  // db_bench's choice of DB, as in ReadRandom
       uint64_t rnd = r.Next();
       uint64_t v = rnd % static_cast<uint64_t>(s_.num);
       double u = static_cast<double>(v) / static_cast<double>(s_.num);
@@ -459,8 +476,8 @@ class Runner {
 
   // The rate-limited writer of readwhilewriting / seekrandomwhilewriting.
   void Writer() {
-    Rng r(Seed(1000));
-    ValuePool vals(s_.compression_ratio, static_cast<size_t>(s_.value_size), Seed(1000));
+    KeyRng r(KeySeed(0));  // db_bench's writer is thread 0 of the step, its readers 1..n
+    ValuePool vals(s_.compression_ratio, static_cast<size_t>(s_.value_size), ValueSeed(1000));
     std::string key;
     uint64_t t0 = MonoNs();
     int64_t bytes = 0;
@@ -493,7 +510,11 @@ class Runner {
   int64_t writer_ops() const { return writer_ops_.load(); }
 
  private:
-  uint64_t Seed(int t) const { return (s_.seed ? s_.seed : 0x2545F4914F6CDD1Dull) + static_cast<uint64_t>(t) * 7919; }
+  // db_bench's thread seed: seed + the thread's running number in the run (from 1).
+  uint64_t KeySeed(int tid) const {
+    return s_.seed + static_cast<uint64_t>(s_.first_thread) + 1 + static_cast<uint64_t>(tid);
+  }
+  uint64_t ValueSeed(int t) const { return (s_.seed ? s_.seed : 0x2545F4914F6CDD1Dull) + static_cast<uint64_t>(t) * 7919; }
 
   static int64_t Pareto(double u, double k, double sigma) {
     if (u <= 0) u = 1e-12;
@@ -555,6 +576,7 @@ class Runner {
   std::condition_variable done_cv_;
   std::atomic<bool> stop_writer_{false};
   std::atomic<int64_t> writer_ops_{0};
+  int readers_first_tid_ = 0;  // 1 where a writer is thread 0 of the step, as in db_bench
 };
 
 void CompactL0(Database& db) {

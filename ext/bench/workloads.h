@@ -42,7 +42,14 @@ struct StepSpec {
   bool perf_events = false;
   // fio's cpus_allowed_policy=split: worker i pinned to the i-th allowed CPU.
   bool cpus_split = false;
-  uint64_t seed = 0;             // 0: a fixed default; thread i uses seed + i
+  // Keys as db_bench draws them: thread i of a step draws from std::mt19937_64
+  // (db_bench's Random64) seeded with seed + first_thread + 1 + i, where
+  // first_thread counts the threads that earlier steps of the run started
+  // (db_bench's total_thread_count_). With the same --seed, both tools read and
+  // write the same keys in the same order. 0 is a seed like any other here
+  // (db_bench takes the time instead): runs stay reproducible.
+  uint64_t seed = 0;
+  int64_t first_thread = 0;
   // mixgraph (db_bench's names; defaults: the lab report's ZippyDB values)
   double mix_get_ratio = 0.85, mix_put_ratio = 0.14, mix_seek_ratio = 0.01;
   double keyrange_dist_a = 14.18, keyrange_dist_b = -2.917, keyrange_dist_c = 0.0164,
