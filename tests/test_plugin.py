@@ -113,6 +113,7 @@ def test_multireadrandom_batched(tmp_path, engine):
     ("rxlab://io_uring?bogus=1", "bogus"),
     ("rxlab://posix?powerloss=2", "powerloss"),
     ("rxlab://libaio?depth=0", "depth"),
+    ("rxlab://posix?buffer_align=1000", "buffer_align"),
     ("rxlab://io_uring?sqpoll", "sqpoll"),
     ("rxlab://sync", "sync"),  # rxlab fio's lseek+read engine: not for RocksDB
 ])

@@ -45,6 +45,7 @@ struct HotParams {
   double p_eio = 0, p_eintr = 0, p_eagain = 0, p_short = 0;
   bool any_read_fault = false;
   int64_t enospc_after = -1;
+  int64_t buffer_align = 0;  // 0: the device's logical block size
 };
 
 class RxFileSystem : public rocksdb::FileSystemWrapper {
@@ -93,6 +94,8 @@ class RxFileSystem : public rocksdb::FileSystemWrapper {
   void FreeSlot(int slot, uint64_t file_id);
   bool CheckEnospc(size_t n, rocksdb::IOStatus* s);
   bool FaultsApply(const std::string& fname) const;
+  // The O_DIRECT alignment a file on fd asks of RocksDB (buffer_align or the device's).
+  size_t DirectAlignment(int fd) const;
 
  private:
   template <typename File, typename Base>
