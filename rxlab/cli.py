@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 
@@ -285,9 +286,13 @@ def _bench_driver(a):
         return
     parts = tuple(a.only.split(",")) if a.only else PARTS
     df = run(root, duration=a.duration, repeats=a.repeats, fio_runtime=a.fio_runtime, quiet=a.quiet, parts=parts,
-             cpus_allowed=a.cpus_allowed)
+             cpus_allowed=a.cpus_allowed, fs_uri=a.fs_uri)
     name = "driver-bench" if set(parts) == set(PARTS) else f"driver-bench-{'-'.join(parts)}"
-    out = root / (f"{name}-cpus{a.cpus_allowed}.csv" if a.cpus_allowed else f"{name}.csv")
+    if a.cpus_allowed:
+        name += f"-cpus{a.cpus_allowed}"
+    if a.fs_uri:
+        name += "-" + re.sub(r"[^A-Za-z0-9_.=-]+", "_", a.fs_uri.removeprefix("rxlab://"))
+    out = root / f"{name}.csv"
     df.to_csv(out, index=False)
     print(summarize(df))
     print(f"\nper-repetition rows: {out}")
@@ -411,6 +416,9 @@ def main(argv=None) -> int:
     bd.add_argument("--only", help="readrandom or fio (default: both)")
     bd.add_argument("--cpus_allowed", help="run both tools' readrandom on these CPUs (fio's list: 1, 0-1), "
                     "the same placement for both")
+    bd.add_argument("--fs_uri", help="both tools' readrandom through this rxlab file system (db_bench "
+                    "through the plugin), e.g. 'rxlab://posix?buffer_align=4096': the same IO path "
+                    "and buffer placement for both (default: RocksDB's own file system in each)")
     bd.add_argument("--profile", action="store_true",
                     help="instead: each tool's readrandom under perf record, the readers' CPU per op by symbol")
     bd.add_argument("--quiet", action="store_true")

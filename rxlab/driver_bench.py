@@ -20,23 +20,32 @@ from pathlib import Path
 import pandas as pd
 
 from . import driver, metrics, rawio, refs
-from .backends_bench import COMMON, KEY_SIZE, VALUE_SIZE, Bench, median_interval, sleeps_line
+from .backends_bench import COMMON, KEY_SIZE, VALUE_SIZE, Bench, median_interval, plugin_path, sleeps_line
 from .builds import active_build
 
 
-def _db_bench(db: Path, num: int, threads: int, duration: int) -> dict:
+def _db_bench(db: Path, num: int, threads: int, duration: int, fs_uri: str | None = None) -> dict:
     flags = {**COMMON, "db": str(db), "benchmarks": "readrandom", "use_existing_db": 1, "num": num,
              "threads": threads, "duration": duration}
-    return refs.run_db_bench(active_build() / "bin" / "db_bench", flags)[-1]
+    env = {}
+    if fs_uri:
+        flags["fs_uri"] = fs_uri
+        env["LD_PRELOAD"] = str(plugin_path())
+    return refs.run_db_bench(active_build() / "bin" / "db_bench", flags, env=env)[-1]
 
 
-def _rxlab(db: Path, num: int, threads: int, duration: int, perf_events: bool = False) -> dict:
-    spec = driver.RunSpec(perf_events=perf_events, db=str(db), backend="default?io_uring=1", num=num, key_size=KEY_SIZE,
+def _rxlab(db: Path, num: int, threads: int, duration: int, *, perf_events: bool = False,
+           fs_uri: str | None = None) -> dict:
+    # Without fs_uri both tools read through RocksDB's own file system (db_bench answers
+    # RocksDbIOUringEnable() with true, hence default?io_uring=1 here).
+    backend = fs_uri.removeprefix("rxlab://") if fs_uri else "default?io_uring=1"
+    spec = driver.RunSpec(perf_events=perf_events, db=str(db), backend=backend, num=num, key_size=KEY_SIZE,
                           value_size=VALUE_SIZE, threads=threads, duration=duration, block_size=8192,
                           block_align=True, cache_size=8 << 20, bloom_bits=10, use_existing_db=True,
                           target_file_size_base=COMMON["target_file_size_base"],
                           max_bytes_for_level_base=COMMON["max_bytes_for_level_base"],
-                          steps=["readrandom"], statistics=False, name="driver-bench")
+                          steps=["readrandom"], statistics=False, name="driver-bench",
+                          seed=COMMON["seed"])  # db_bench's --seed: both tools read the same keys
     driver.validate(spec)
     sess = driver.Session(spec)
     try:
@@ -49,16 +58,27 @@ PARTS = ("readrandom", "fio")
 
 
 def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10, quiet: bool = False, *,
-         parts: tuple[str, ...] = PARTS, cpus_allowed: str | None = None):
+         parts: tuple[str, ...] = PARTS, cpus_allowed: str | None = None, fs_uri: str | None = None):
     """Run the benchmark's `parts` (readrandom: rxlab vs db_bench; fio: rxlab fio vs fio).
 
     cpus_allowed (fio's CPU list): both tools' readrandom runs on these CPUs, the same placement
     for both (unpinned, where the scheduler puts two readers moves QPS and CPU per op by 10-20%
     between runs on these VMs, whichever tool runs them).
+
+    fs_uri: both tools read through this rxlab file system (db_bench through the plugin), e.g.
+    rxlab://posix?buffer_align=4096: RocksDB's own file system aligns O_DIRECT buffers to the
+    logical block size (512 here), so whether a tool's 8 KiB reads touch 2 pages or 3 depends on
+    where malloc put its buffer, which differs between the two processes.
     """
     bad = [p for p in parts if p not in PARTS]
     if bad or not parts:
         raise ValueError(f"parts {', '.join(bad) or '(none)'}: allowed are {', '.join(PARTS)}")
+    if fs_uri is not None:
+        from . import _core
+
+        if not fs_uri.startswith("rxlab://"):
+            raise ValueError(f"fs_uri={fs_uri!r}: must be an rxlab:// URI (rxlab engines lists them)")
+        _core.parse_uri(fs_uri)  # a bad engine or option: one line, before any run
     cpus = rawio.parse_cpus(cpus_allowed) if cpus_allowed else None
     b = Bench(root, duration=duration, repeats=repeats, quiet=quiet)
     db = root / "db-aligned"
@@ -78,8 +98,9 @@ def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10
     # rxlab runs like-for-like with db_bench (which counts no perf events), and
     # once more with its perf_event counters on, as studies run it: the
     # difference is what those counters cost (work at every context switch).
-    tools = (("db_bench", _db_bench), ("rxlab", _rxlab),
-             (RXLAB_PERF, lambda *a: _rxlab(*a, perf_events=True)))
+    tools = (("db_bench", lambda *a: _db_bench(*a, fs_uri=fs_uri)),
+             ("rxlab", lambda *a: _rxlab(*a, fs_uri=fs_uri)),
+             (RXLAB_PERF, lambda *a: _rxlab(*a, perf_events=True, fs_uri=fs_uri)))
 
     for rep in range(repeats if "readrandom" in parts else 0):
         for threads in (1, 2):
@@ -88,7 +109,7 @@ def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10
                     r = fn(db, b.num, threads, duration)
                 sc = metrics.seed_columns([r]).iloc[0]
                 rows.append({"section": "readrandom", "tool": tool, "threads": threads, "rep": rep,
-                             "cpus_allowed": cpus_allowed or "",
+                             "cpus_allowed": cpus_allowed or "", "fs_uri": fs_uri or "",
                              "qps": sc["qps"], "usPer": sc["usPer"], "syPer": sc["syPer"],
                              "cpuPer": sc["cpuPer"], "iops": sc["iops"], "found": r.get("found"),
                              "sleepsPer": sc["sleepsPer"],
