@@ -222,15 +222,16 @@ class Bench:
         return pd.DataFrame(self.rows)
 
 
-def adjusted_difference(df: pd.DataFrame, a: str, b: str, col: str = "cpuPer",
-                        covariate: str = "sleepsPer") -> tuple[float, float, float]:
+def adjusted_difference(df: pd.DataFrame, a: str, b: str, col: str = "cpuPer", covariate: str = "sleepsPer",
+                        *, min_spread: float = 0.02) -> tuple[float, float, float]:
     """`col` of configuration a minus b with `covariate` held equal: least squares over the rows of
     a and b, col = b's level + difference x [config is a] + slope x covariate.
 
     Why: how often a reader sleeps moves its CPU per op from run to run on these VMs (a read that
     completes before its reader schedules out saves the switch, and the interrupt is charged to
     the reader), whatever the backend. Returns (difference, its standard error, slope); NaNs when
-    the rows cannot tell (fewer than 4, or no spread in the covariate).
+    the rows cannot tell (fewer than 4, or the covariate's standard deviation below `min_spread`:
+    with every run at 0.995-0.996 sleeps per op the slope is noise over a near-zero spread).
     """
     import numpy as np
 
@@ -238,7 +239,7 @@ def adjusted_difference(df: pd.DataFrame, a: str, b: str, col: str = "cpuPer",
         return (float("nan"),) * 3
     d = df[df["config"].isin([a, b])][["config", col, covariate]].dropna()
     nan = (float("nan"),) * 3
-    if len(d) < 4 or d[covariate].std() == 0 or d["config"].nunique() < 2:
+    if len(d) < 4 or not d[covariate].std() >= min_spread or d["config"].nunique() < 2:
         return nan
     X = np.column_stack([np.ones(len(d)), (d["config"] == a).to_numpy(float), d[covariate].to_numpy(float)])
     y = d[col].to_numpy(float)

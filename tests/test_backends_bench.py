@@ -252,3 +252,7 @@ def test_adjusted_difference_holds_sleeps_per_op_equal():
     # without the covariate there is nothing to adjust: NaNs, and no line
     assert all(np.isnan(bb.adjusted_difference(df.drop(columns="sleepsPer"), "posix", "default")))
     assert "at equal sleeps" not in bb.summarize(df.drop(columns="sleepsPer"))
+    # every run slept once per op, give or take 0.001: no spread to fit a slope on, no line
+    flat = df.assign(sleepsPer=0.995 + 0.001 * rng.uniform(size=len(df)))
+    assert all(np.isnan(bb.adjusted_difference(flat, "posix", "default")))
+    assert "at equal sleeps" not in bb.summarize(flat)
