@@ -30,6 +30,11 @@ Derived columns (the seeds' names):
     own_rmbps  own_read_bytes / 2**20 / wall_s     (this process's storage reads, /proc/self/io)
     runqPer worker_run_delay_s * 1e6 / ops         (us per op the workers waited, runnable, for a
                                                     CPU: the scheduler's run_delay; rxlab rows only)
+    sleepsPer  vcsw / ops                          (voluntary context switches per op)
+    unclockedPer  (worker_cpu_user_s + worker_cpu_sys_s) * 1e6 / ops - perf.task_clock_ns / 1e3 / ops
+                                                   (us per op the scheduler charged the workers that
+                                                    perf's task clock did not count; rxlab rows with
+                                                    perf_events=1)
 
 and, against a fio baseline row measured the same way:
 
@@ -59,7 +64,8 @@ RAW_COLUMNS = (
 # Column order of the seeds' tables ("test" is the step name).
 SEED_COLUMNS = ("qps", "iops", "reqsz", "usPer", "syPer", "cpuPer", "rx.lat", "io.lat", "test")
 # Extra derived columns that the seeds use in prose but not in the main table.
-EXTRA_COLUMNS = ("wmbps", "mbps", "micros_per_op", "rmbps", "own_rmbps", "runqPer", "sleepsPer")
+EXTRA_COLUMNS = ("wmbps", "mbps", "micros_per_op", "rmbps", "own_rmbps", "runqPer", "sleepsPer",
+                 "unclockedPer")
 EFFICIENCY_COLUMNS = ("io.eff", "us.inc", "cpu.inc")
 
 # Latency percentiles every producer reports, and their column names. The
@@ -133,6 +139,16 @@ def seed_columns(rows) -> pd.DataFrame:
     # (no CONFIG_IRQ_TIME_ACCOUNTING) then charges the interrupt to the reader: on these VMs the
     # share moves between 0.55 and 0.95 per read from run to run, and CPU per op and QPS with it.
     out["sleepsPer"] = _div(_col(df, "vcsw"), ops)
+    # getrusage and schedstat count a thread's time from the scheduler's clock, perf's task clock
+    # from its own switch-in and switch-out. Measured here (readrandom, one reader on CPU 1, the
+    # same 3 s window of db_bench, rxlab and a plain C++ reader): 8-10 us more per sleep by the
+    # scheduler's count, about a quarter of a query's CPU, the same in every tool. So a profile's
+    # sampled CPU falls that far below getrusage. A reader woken on an idle CPU is charged from its
+    # wake-up inside the completion interrupt on (the wake-up skips the run-queue clock update),
+    # which is the likely cause: with two readers on one CPU, so that it is idle less often, it
+    # falls to 3.5-4 us per sleep.
+    out["unclockedPer"] = _div((_col(df, "worker_cpu_user_s") + _col(df, "worker_cpu_sys_s")) * 1e6
+                               - _col(df, "perf.task_clock_ns") / 1e3, ops)
     return out
 
 

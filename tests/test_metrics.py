@@ -104,6 +104,9 @@ def test_units_on_a_hand_computed_step():
            "disk_write_ticks_ms": 1, "bytes": 1000 * 4194, "vcsw": 730}
     got = metrics.seed_columns(row).iloc[0]
     assert got["sleepsPer"] == pytest.approx(0.73)  # 730 of the 1000 ops slept
+    assert np.isnan(got["unclockedPer"])  # no per-thread perf clock in this row
+    clocked = {**row, "worker_cpu_user_s": 0.010, "worker_cpu_sys_s": 0.030, "perf.task_clock_ns": 31e6}
+    assert metrics.seed_columns(clocked).iloc[0]["unclockedPer"] == pytest.approx(9.0)  # (40 - 31) ms / 1000
     assert got["qps"] == 500
     assert got["iops"] == 200
     assert got["reqsz"] == 8.0          # 16 sectors x 512 B = 8 KB
