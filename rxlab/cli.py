@@ -111,7 +111,7 @@ def _bench_backends(a):
         part = "-".join(filter(None, [part, f"cpus{a.cpus_allowed}"]))
     out = root / (f"backends-bench-{part}.csv" if part else "backends-bench.csv")
     df.to_csv(out, index=False)
-    print(summarize(df))
+    print(summarize(df, b.placements))
     print(f"\nper-repetition rows: {out}")
 
 

@@ -256,3 +256,36 @@ def test_adjusted_difference_holds_sleeps_per_op_equal():
     flat = df.assign(sleepsPer=0.995 + 0.001 * rng.uniform(size=len(df)))
     assert all(np.isnan(bb.adjusted_difference(flat, "posix", "default")))
     assert "at equal sleeps" not in bb.summarize(flat)
+
+
+def test_placement_reads_the_page_offsets_of_the_read_buffers(tmp_path):
+    """The benchmark prints where each configuration's 8 KiB read buffers fall in their pages
+    (strace of a short readrandom): buffer_align=4096 pins them to offset 0, and the summary
+    puts each side's placement beside the posix / default ratio."""
+    import shutil as sh
+
+    from rxlab import driver
+
+    if not sh.which("strace"):
+        pytest.skip("strace is not installed")
+    db, num = tmp_path / "db-aligned", 20000
+    spec = driver.RunSpec(db=str(db), num=num, key_size=bb.KEY_SIZE, value_size=bb.VALUE_SIZE,
+                          cache_size=64 << 10, steps=[])
+    sess = driver.Session(spec)
+    try:
+        for st in ({"name": "fillseq", "disable_wal": True}, {"name": "flush"}):
+            sess.run_step(st)
+    finally:
+        sess.close()
+    b = bb.Bench(tmp_path, size_gib=num * (bb.KEY_SIZE + bb.VALUE_SIZE) / 2**30)
+    assert b.placement(db, "rxlab://posix?buffer_align=4096", 1, reads=500) == "0 (100%)"
+    # RocksDB's own file system: some offset that is a multiple of the device's 512 bytes
+    where = b.placement(db, None, 1, reads=500)
+    first = int(where.split()[0])
+    assert first % 512 == 0 and where.endswith("%)"), where
+    rows = [{"section": "readrandom", "config": c, "threads": 1, "rep": rep, "qps": 1000.0,
+             "cpuPer": 40.0, "usPer": 1.0, "syPer": 1.0, "p99_us": 100.0}
+            for c in ("default", "posix page-aligned") for rep in range(3)]
+    text = bb.summarize(pd.DataFrame(rows), {("posix page-aligned", 1): "0 (100%)", ("default", 1): where})
+    assert f"read buffers' page offsets: posix page-aligned 0 (100%); default {where}" in text
+    assert "readrandom t=1: posix page-aligned CPU/op 40.0 us vs default 40.0 us: +0.0%" in text
