@@ -284,6 +284,19 @@ def _bench_driver(a):
             prof.to_csv(root / f"driver-profile-t{t}.csv")
             print(f"readrandom t={t}:\n{summarize_profile(prof)}\n")
         return
+    if a.window:
+        from .driver_bench import summarize_window, window
+
+        df = window(root, repeats=a.repeats, duration=max(a.duration, 9), fs_uri=a.fs_uri,
+                    cpus_allowed=a.cpus_allowed, quiet=a.quiet)
+        suffix = "".join(f"-{s}" for s in (f"cpus{a.cpus_allowed}" if a.cpus_allowed else "",
+                                           re.sub(r"[^A-Za-z0-9_.=-]+", "_", (a.fs_uri or "").removeprefix(
+                                               "rxlab://"))) if s)
+        out = root / f"driver-window{suffix}.csv"
+        df.to_csv(out, index=False)
+        print(summarize_window(df))
+        print(f"\nper-repetition rows: {out}")
+        return
     parts = tuple(a.only.split(",")) if a.only else PARTS
     df = run(root, duration=a.duration, repeats=a.repeats, fio_runtime=a.fio_runtime, quiet=a.quiet, parts=parts,
              cpus_allowed=a.cpus_allowed, fs_uri=a.fs_uri)
@@ -419,6 +432,9 @@ def main(argv=None) -> int:
     bd.add_argument("--fs_uri", help="both tools' readrandom through this rxlab file system (db_bench "
                     "through the plugin), e.g. 'rxlab://posix?buffer_align=4096': the same IO path "
                     "and buffer placement for both (default: RocksDB's own file system in each)")
+    bd.add_argument("--window", action="store_true",
+                    help="instead: both tools' readrandom (children, 9 s or --duration) measured by one "
+                    "observer, all threads' scheduler CPU and sleeps from seconds 3 to 6")
     bd.add_argument("--profile", action="store_true",
                     help="instead: each tool's readrandom under perf record, the readers' CPU per op by symbol")
     bd.add_argument("--quiet", action="store_true")

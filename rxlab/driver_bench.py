@@ -13,6 +13,8 @@ per op by leaf symbol under perf, rxlab's loop beside db_bench's.
 """
 from __future__ import annotations
 
+import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -57,6 +59,17 @@ def _rxlab(db: Path, num: int, threads: int, duration: int, *, perf_events: bool
 PARTS = ("readrandom", "fio")
 
 
+def _check_fs_uri(fs_uri: str | None) -> None:
+    """A bad engine or option, or a URI that is not rxlab's: one line, before any run."""
+    if fs_uri is None:
+        return
+    from . import _core
+
+    if not fs_uri.startswith("rxlab://"):
+        raise ValueError(f"fs_uri={fs_uri!r}: must be an rxlab:// URI (rxlab engines lists them)")
+    _core.parse_uri(fs_uri)
+
+
 def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10, quiet: bool = False, *,
          parts: tuple[str, ...] = PARTS, cpus_allowed: str | None = None, fs_uri: str | None = None):
     """Run the benchmark's `parts` (readrandom: rxlab vs db_bench; fio: rxlab fio vs fio).
@@ -73,12 +86,7 @@ def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10
     bad = [p for p in parts if p not in PARTS]
     if bad or not parts:
         raise ValueError(f"parts {', '.join(bad) or '(none)'}: allowed are {', '.join(PARTS)}")
-    if fs_uri is not None:
-        from . import _core
-
-        if not fs_uri.startswith("rxlab://"):
-            raise ValueError(f"fs_uri={fs_uri!r}: must be an rxlab:// URI (rxlab engines lists them)")
-        _core.parse_uri(fs_uri)  # a bad engine or option: one line, before any run
+    _check_fs_uri(fs_uri)
     cpus = rawio.parse_cpus(cpus_allowed) if cpus_allowed else None
     b = Bench(root, duration=duration, repeats=repeats, quiet=quiet)
     db = root / "db-aligned"
@@ -195,7 +203,8 @@ _RXLAB_STEP = """
 import json, sys
 from pathlib import Path
 from rxlab import driver_bench
-r = driver_bench._rxlab(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
+r = driver_bench._rxlab(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]),
+                       fs_uri=sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] else None)
 print("RXLAB-OPS " + json.dumps({"ops": r["ops"], "wall_s": r["wall_s"]}))
 """
 
@@ -316,4 +325,98 @@ def summarize_profile(df: pd.DataFrame, n: int = 8) -> str:
         out.append(f"  {r['diff']:+6.2f}  {r.rxlab:6.2f}  {r.db_bench:6.2f}  {sym[:100]}")
     top = df.sort_values("db_bench", ascending=False).head(3)
     out.append("heaviest leaves in db_bench: " + ", ".join(f"{s} {v:.1f} us" for s, v in top["db_bench"].items()))
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------ both tools by one clock, mid-run
+
+def _process_sched(pid: int) -> tuple[float, int]:
+    """(seconds on CPU by the scheduler's clock, voluntary context switches), summed over the
+    threads of process `pid` (/proc/PID/task/*/schedstat and status)."""
+    ns = switches = 0
+    task = Path(f"/proc/{pid}/task")
+    for t in task.iterdir():
+        try:
+            ns += int((t / "schedstat").read_text().split()[0])
+            m = re.search(r"^voluntary_ctxt_switches:\s+(\d+)", (t / "status").read_text(), re.M)
+            switches += int(m.group(1)) if m else 0
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended between the listing and the read
+    return ns / 1e9, switches
+
+
+def window(root: Path, threads: tuple[int, ...] = (1, 2), repeats: int = 4, *, duration: float = 9,
+           start: float = 3.0, length: float = 3.0, fs_uri: str | None = None,
+           cpus_allowed: str | None = None, quiet: bool = False) -> pd.DataFrame:
+    """Both tools' readrandom measured by one observer with one clock: each runs as a child
+    process for `duration` s and, from `start` s for `length` s (after start-up, before the end),
+    the CPU of all its threads (schedstat: the scheduler's clock, what getrusage reports) and their
+    voluntary context switches are read from /proc. A blocking read sleeps once (0.995 sleeps
+    per op in every run here), so CPU per sleep is CPU per read and sleeps per second the rate.
+    This leaves out what the two tools' own accounting windows differ in (start, stop, clocks)."""
+    import subprocess
+    import time
+
+    _check_fs_uri(fs_uri)
+    if not 0 < start < start + length < duration or repeats < 1:
+        raise ValueError(f"window start={start} length={length} duration={duration} repeats={repeats}: "
+                         "need 0 < start < start + length < duration and repeats >= 1")
+    db = Path(root) / "db-aligned"
+    if not (db / "rxlab-loaded").is_file():
+        raise FileNotFoundError(f"no benchmark DB at {db}: run `rxlab bench-driver` or "
+                                "`rxlab bench-backends` first")
+    num = int((db / "rxlab-loaded").read_text().split()[0].split("=")[1])
+    cpus = rawio.parse_cpus(cpus_allowed) if cpus_allowed else None
+    rows = []
+    for rep in range(repeats):
+        for t in threads:
+            flags = {**COMMON, "db": str(db), "benchmarks": "readrandom", "use_existing_db": 1, "num": num,
+                     "threads": t, "duration": math.ceil(duration)}
+            env = dict(os.environ)
+            if fs_uri:
+                flags["fs_uri"] = fs_uri
+            cmds = {"db_bench": ([str(active_build() / "bin" / "db_bench"), *refs._flag_list(flags)],
+                                 {**env, "LD_PRELOAD": str(plugin_path())} if fs_uri else env),
+                    "rxlab": ([sys.executable, "-c", _RXLAB_STEP, str(db), str(num), str(t),
+                               str(math.ceil(duration)), fs_uri or ""], env)}
+            order = list(cmds) if rep % 2 == 0 else list(cmds)[::-1]
+            for tool in order:
+                cmd, cenv = cmds[tool]
+                with rawio.affinity(cpus):
+                    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=cenv)
+                try:
+                    time.sleep(start)
+                    c0, s0 = _process_sched(proc.pid)
+                    w0 = time.monotonic()
+                    time.sleep(length)
+                    c1, s1 = _process_sched(proc.pid)
+                    w1 = time.monotonic()
+                finally:
+                    _, err = proc.communicate(timeout=duration * 10 + 120)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"{tool} readrandom failed (exit {proc.returncode}): "
+                                       f"{err.decode(errors='replace').strip()[-300:]}")
+                sleeps = s1 - s0
+                rows.append({"tool": tool, "threads": t, "rep": rep, "fs_uri": fs_uri or "",
+                             "cpus_allowed": cpus_allowed or "", "window_s": w1 - w0, "sleeps": sleeps,
+                             "cpu_s": c1 - c0, "sleeps_per_s": sleeps / (w1 - w0),
+                             "cpu_per_sleep_us": 1e6 * (c1 - c0) / sleeps if sleeps else float("nan")})
+                if not quiet:
+                    r = rows[-1]
+                    print(f"  window t={t} {tool:8} rep {rep}: {r['sleeps_per_s']:8.0f} sleeps/s, "
+                          f"{r['cpu_per_sleep_us']:5.1f} us CPU per sleep", file=sys.stderr, flush=True)
+    return pd.DataFrame(rows)
+
+
+def summarize_window(df: pd.DataFrame) -> str:
+    out = ["both tools by one clock (schedstat of all threads, mid-run window), medians and paired "
+           "rxlab / db_bench per repetition:"]
+    for t, g in df.groupby("threads"):
+        w = g.pivot_table(index="rep", columns="tool", values=["cpu_per_sleep_us", "sleeps_per_s"],
+                          aggfunc="first")
+        cpu, rate = w["cpu_per_sleep_us"], w["sleeps_per_s"]
+        cpu_ratio = (cpu["rxlab"] / cpu["db_bench"]).dropna()
+        out.append(f"  readrandom t={t}: CPU per sleep rxlab {cpu['rxlab'].median():.1f} vs db_bench "
+                   f"{cpu['db_bench'].median():.1f} us, {_interval(cpu_ratio)}; "
+                   f"rate {_interval((rate['rxlab'] / rate['db_bench']).dropna())}")
     return "\n".join(out)

@@ -35,6 +35,8 @@ BAD_BENCH_INPUT = [
      "configurations of readrandom are default, posix"),
     ("bench-backends", ["--cpus_allowed", "0-999"], "are not available"),
     ("bench-driver", ["--only", "readrandom", "--cpus_allowed", "x"], "expected CPU numbers"),
+    ("bench-driver", ["--window", "--fs_uri", "posix"], "must be an rxlab:// URI"),
+    ("bench-driver", ["--only", "readrandom", "--fs_uri", "rxlab://posix?buffer_align=3"], "buffer_align=3"),
 ]
 
 
@@ -289,3 +291,30 @@ def test_placement_reads_the_page_offsets_of_the_read_buffers(tmp_path):
     text = bb.summarize(pd.DataFrame(rows), {("posix page-aligned", 1): "0 (100%)", ("default", 1): where})
     assert f"read buffers' page offsets: posix page-aligned 0 (100%); default {where}" in text
     assert "readrandom t=1: posix page-aligned CPU/op 40.0 us vs default 40.0 us: +0.0%" in text
+
+
+def test_driver_window_measures_both_tools_with_one_clock(tmp_path):
+    """Both tools' readrandom as children on one small DB, read by one observer mid-run: every
+    thread's scheduler CPU and sleeps, both through the same rxlab file system."""
+    from rxlab import driver, driver_bench
+
+    db, num = tmp_path / "db-aligned", 20000
+    spec = driver.RunSpec(db=str(db), num=num, key_size=bb.KEY_SIZE, value_size=bb.VALUE_SIZE,
+                          cache_size=64 << 10, steps=[])
+    sess = driver.Session(spec)
+    try:
+        for st in ({"name": "fillseq", "disable_wal": True}, {"name": "flush"}):
+            sess.run_step(st)
+    finally:
+        sess.close()
+    (db / "rxlab-loaded").write_text(f"num={num} block_align=True\n")
+    with pytest.raises(ValueError, match=r"start=3 length=3 duration=5"):
+        driver_bench.window(tmp_path, duration=5, start=3, length=3)
+    df = driver_bench.window(tmp_path, threads=(1,), repeats=1, duration=5, start=2, length=1.5,
+                             fs_uri="rxlab://posix?buffer_align=4096", quiet=True)
+    assert sorted(df["tool"]) == ["db_bench", "rxlab"], df
+    # a 64 KiB cache on a 9 MB DB: nearly every read blocks, and costs microseconds of CPU
+    assert (df["sleeps_per_s"] > 500).all() and df["cpu_per_sleep_us"].between(2, 2000).all(), df
+    assert (df["window_s"] >= 1.5).all()
+    text = driver_bench.summarize_window(df)
+    assert "readrandom t=1: CPU per sleep rxlab" in text and "n=1" in text
