@@ -260,17 +260,12 @@ def test_adjusted_difference_holds_sleeps_per_op_equal():
     assert "at equal sleeps" not in bb.summarize(flat)
 
 
-def test_placement_reads_the_page_offsets_of_the_read_buffers(tmp_path):
-    """The benchmark prints where each configuration's 8 KiB read buffers fall in their pages
-    (strace of a short readrandom): buffer_align=4096 pins them to offset 0, and the summary
-    puts each side's placement beside the posix / default ratio."""
-    import shutil as sh
-
+def small_bench_db(root, num: int = 20000):
+    """A benchmark DB the size of a test under root/db-aligned, loaded by rxlab and marked as the
+    benchmarks mark theirs: (path, num)."""
     from rxlab import driver
 
-    if not sh.which("strace"):
-        pytest.skip("strace is not installed")
-    db, num = tmp_path / "db-aligned", 20000
+    db = root / "db-aligned"
     spec = driver.RunSpec(db=str(db), num=num, key_size=bb.KEY_SIZE, value_size=bb.VALUE_SIZE,
                           cache_size=64 << 10, steps=[])
     sess = driver.Session(spec)
@@ -279,6 +274,19 @@ def test_placement_reads_the_page_offsets_of_the_read_buffers(tmp_path):
             sess.run_step(st)
     finally:
         sess.close()
+    (db / "rxlab-loaded").write_text(f"num={num} block_align=True\n")
+    return db, num
+
+
+def test_placement_reads_the_page_offsets_of_the_read_buffers(tmp_path):
+    """The benchmark prints where each configuration's 8 KiB read buffers fall in their pages
+    (strace of a short readrandom): buffer_align=4096 pins them to offset 0, and the summary
+    puts each side's placement beside the posix / default ratio."""
+    import shutil as sh
+
+    if not sh.which("strace"):
+        pytest.skip("strace is not installed")
+    db, num = small_bench_db(tmp_path)
     b = bb.Bench(tmp_path, size_gib=num * (bb.KEY_SIZE + bb.VALUE_SIZE) / 2**30)
     assert b.placement(db, "rxlab://posix?buffer_align=4096", 1, reads=500) == "0 (100%)"
     # RocksDB's own file system: some offset that is a multiple of the device's 512 bytes
@@ -296,18 +304,9 @@ def test_placement_reads_the_page_offsets_of_the_read_buffers(tmp_path):
 def test_driver_window_measures_both_tools_with_one_clock(tmp_path):
     """Both tools' readrandom as children on one small DB, read by one observer mid-run: every
     thread's scheduler CPU and sleeps, both through the same rxlab file system."""
-    from rxlab import driver, driver_bench
+    from rxlab import driver_bench
 
-    db, num = tmp_path / "db-aligned", 20000
-    spec = driver.RunSpec(db=str(db), num=num, key_size=bb.KEY_SIZE, value_size=bb.VALUE_SIZE,
-                          cache_size=64 << 10, steps=[])
-    sess = driver.Session(spec)
-    try:
-        for st in ({"name": "fillseq", "disable_wal": True}, {"name": "flush"}):
-            sess.run_step(st)
-    finally:
-        sess.close()
-    (db / "rxlab-loaded").write_text(f"num={num} block_align=True\n")
+    small_bench_db(tmp_path)
     with pytest.raises(ValueError, match=r"start=3 length=3 duration=5"):
         driver_bench.window(tmp_path, duration=5, start=3, length=3)
     df = driver_bench.window(tmp_path, threads=(1,), repeats=1, duration=5, start=2, length=1.5,
