@@ -136,17 +136,18 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<PyDatabase, std::shared_ptr<PyDatabase>>(m, "DB")
       .def(py::init([](const std::string& path, const std::string& backend,
-                       const std::string& options, bool statistics) {
+                       const std::string& options, bool statistics, bool read_only) {
              auto p = std::make_shared<PyDatabase>();
              py::gil_scoped_release nogil;
-             p->d = std::make_unique<Database>(path, backend, options, statistics);
+             p->d = std::make_unique<Database>(path, backend, options, statistics, read_only);
              return p;
            }),
            py::arg("path"), py::arg("backend") = "posix", py::arg("options") = "",
-           py::arg("statistics") = false)
+           py::arg("statistics") = false, py::arg("read_only") = false)
       .def_property_readonly("path", [](PyDatabase& s) { return s.get().path(); })
       .def_property_readonly("backend", [](PyDatabase& s) { return s.get().backend().spec; })
       .def_property_readonly("closed", [](PyDatabase& s) { return !s.d || s.d->closed(); })
+      .def_property_readonly("read_only", [](PyDatabase& s) { return s.get().read_only(); })
       .def("put", [](PyDatabase& s, const std::string& k, const std::string& v, bool sync) {
              auto& d = s.get();
              rocksdb::WriteOptions wo;

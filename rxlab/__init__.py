@@ -24,12 +24,14 @@ __all__ = ["DB", "Iterator", "RocksDBError", "__version__", "engines", "open", "
            "rocksdb_version"]
 
 
-def open(path, backend="posix", options="", statistics=False):  # noqa: A001
+def open(path, backend="posix", options="", statistics=False, read_only=False):  # noqa: A001
     """Open (creating if missing) a RocksDB database at `path` on `backend`.
 
     backend: "default" (RocksDB's own file system), "default?io_uring=1", or
     an rxlab engine URI such as "posix", "io_uring?registered_files=1".
     options: RocksDB's option string, e.g.
     "use_direct_reads=true;block_based_table_factory={block_size=8192}".
+    read_only: open an existing DB without its lock (RocksDB's OpenForReadOnly, db_bench's
+    --readonly), so other processes can read it at the same time; writes raise RocksDBError.
     """
-    return DB(str(path), backend, options, statistics)
+    return DB(str(path), backend, options, statistics, read_only)

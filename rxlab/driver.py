@@ -65,6 +65,8 @@ STEP_FIELDS = ("num", "ops", "duration", "threads", "key_size", "value_size", "c
                "iter_sigma", "sine_a", "sine_b", "sine_c", "sine_d", "sine_mix_rate",
                "sine_mix_rate_interval_milliseconds", "mix_max_value_size", "mix_max_scan_len")
 
+# Steps that write nothing: the only ones a read-only DB can run.
+READ_ONLY_STEPS = ("readrandom", "readseq", "readreverse", "seekrandom", "multireadrandom")
 READ_STEPS = ("readrandom", "readseq", "readreverse", "seekrandom", "multireadrandom",
               "readwhilewriting", "seekrandomwhilewriting", "mixgraph")
 FILL_STEPS = ("fillseq", "fillrandom", "overwrite")
@@ -98,6 +100,9 @@ class RunSpec:
     compaction_readahead_size: int | None = None
     options: str = ""              # more RocksDB options (RocksDB's syntax); these win
     use_existing_db: bool = False
+    # db_bench's --readonly: RocksDB's OpenForReadOnly, which takes no lock, so other
+    # processes (another rxlab, db_bench --readonly) can read the same DB at once.
+    readonly: bool = False
     perf_level: int = 1            # 2: counts; 3: waits; 4: timers; 5: timers and CPU timers (cost CPU)
     # perf_event counters per reader thread (task-clock, context switches,
     # migrations, page faults; cycles and instructions where there is a PMU).
@@ -289,6 +294,13 @@ def validate(spec: RunSpec) -> None:
                              "use_direct_io_for_flush_and_compaction")
         _core.parse_uri(spec.backend)  # ValueError with the reason
     db = Path(spec.db)
+    if spec.readonly:
+        if not spec.use_existing_db:
+            raise ValueError("readonly=true needs use_existing_db=true: a read-only DB cannot be created")
+        writes = [s["name"] for s in steps if "reopen" not in s and s.get("name") not in READ_ONLY_STEPS]
+        if writes:
+            raise ValueError(f"readonly=true with step {writes[0]!r}: a read-only DB runs only "
+                             f"{', '.join(READ_ONLY_STEPS)}")
     if spec.use_existing_db and not (db / "CURRENT").is_file():
         raise ValueError(f"use_existing_db: no RocksDB database at {db}")
     if (spec.use_direct_reads or spec.use_direct_io_for_flush_and_compaction) and not direct_io_works(db):
@@ -367,7 +379,8 @@ class Session:
         self.spec = spec
         self.device = sysinfo.device_for_path(spec.db)
         Path(spec.db).mkdir(parents=True, exist_ok=True)
-        self.db = _core.DB(str(spec.db), spec.backend, rocksdb_options(spec, bloom_bits), spec.statistics)
+        self.db = _core.DB(str(spec.db), spec.backend, rocksdb_options(spec, bloom_bits), spec.statistics,
+                           spec.readonly)
         # Threads started by the run's steps so far (db_bench's total_thread_count_, which seeds
         # the key generators); a reopened DB continues the run's count.
         self.threads_started = 0

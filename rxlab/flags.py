@@ -56,6 +56,7 @@ BENCH_FLAGS: dict[str, tuple[str, Callable]] = {
     "use_direct_reads": ("use_direct_reads", _bool),
     "use_direct_io_for_flush_and_compaction": ("use_direct_io_for_flush_and_compaction", _bool),
     "use_existing_db": ("use_existing_db", _bool),
+    "readonly": ("readonly", _bool),
     "batch_size": ("batch_size", _int),
     "async_io": ("async_io", _bool),
     "seek_nexts": ("seek_nexts", _int),

@@ -172,6 +172,8 @@ BENCH_BAD = [
     ("iopoll", ["--fs_uri=io_uring?iopoll=1"], "io_poll"),
     ("iopoll-buffered", ["--fs_uri=io_uring?iopoll=1", "--use_direct_reads=false"], "O_DIRECT"),
     ("existing-db-missing", ["--use_existing_db=true"], "use_existing_db"),
+    ("readonly-new-db", ["--readonly=true"], "readonly=true needs use_existing_db=true"),
+    ("readonly-writes", ["--readonly=true", "--use_existing_db=true"], "readonly=true with step 'fillseq'"),
     ("no-space", ["--num=10000000000000"], "GiB"),
     ("tmpfs-no-odirect", [f"--db={SHM_DB}"], "O_DIRECT"),
 ]

@@ -29,8 +29,8 @@ Backend MakeBackend(const std::string& spec) {
 }
 
 Database::Database(const std::string& path, const std::string& backend,
-                   const std::string& options, bool statistics)
-    : path_(path), backend_(MakeBackend(backend)) {
+                   const std::string& options, bool statistics, bool read_only)
+    : path_(path), backend_(MakeBackend(backend)), read_only_(read_only) {
   rocksdb::ConfigOptions cfg;
   cfg.ignore_unknown_options = false;
   cfg.input_strings_escaped = false;
@@ -51,7 +51,9 @@ Database::Database(const std::string& path, const std::string& backend,
   env_ = rocksdb::NewCompositeEnv(backend_.fs);
   options_.env = env_.get();
   if (statistics && !options_.statistics) options_.statistics = rocksdb::CreateDBStatistics();
-  s = rocksdb::DB::Open(options_, path, &db_);
+  if (read_only) options_.create_if_missing = false;
+  s = read_only ? rocksdb::DB::OpenForReadOnly(options_, path, &db_)
+                : rocksdb::DB::Open(options_, path, &db_);
   if (!s.ok()) {
     db_ = nullptr;
     throw DbError("open " + path + " on " + backend + ": " + s.ToString());

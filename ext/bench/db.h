@@ -39,8 +39,10 @@ Backend MakeBackend(const std::string& spec);
 
 class Database {
  public:
+  // read_only: DB::OpenForReadOnly, as db_bench --readonly (no lock, so several processes can
+  // read one DB at once; writes fail with NotSupported).
   Database(const std::string& path, const std::string& backend, const std::string& options,
-           bool statistics);
+           bool statistics, bool read_only = false);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -52,6 +54,7 @@ class Database {
   const std::string& path() const { return path_; }
   void Close();
   bool closed() const { return db_ == nullptr; }
+  bool read_only() const { return read_only_; }
 
  private:
   std::string path_;
@@ -59,6 +62,7 @@ class Database {
   std::unique_ptr<rocksdb::Env> env_;
   rocksdb::Options options_;
   rocksdb::DB* db_ = nullptr;
+  bool read_only_ = false;
 };
 
 // Throw DbError for a non-OK status.
