@@ -77,6 +77,28 @@ COUNTER_CONFIGS = {
 }
 
 
+# For readers that share one DB at once (rxlab.interleave): db_bench --readonly opens it without
+# its lock. open_files above the DB's file count, because with the default -1 OpenForReadOnly of a
+# DB whose files all sit in one level returns a CompactedDBImpl, whose Get is not the DBImpl::Get
+# that readrandom measures everywhere else.
+READONLY = {"readonly": 1, "open_files": 1000}
+
+
+def readonly_reader(name: str, db: Path, num: int, threads: int, *, seed: int,
+                    fs_uri: str | None = None, benchmark: str = "readrandom"):
+    """An interleave.Contender: the release db_bench reading `db` read-only until it is killed."""
+    from .interleave import Contender
+
+    flags = {**COMMON, **READONLY, "db": str(db), "benchmarks": benchmark, "use_existing_db": 1,
+             "num": num, "threads": threads, "duration": 10**6, "seed": seed}
+    flags.pop("histogram")
+    env = {}
+    if fs_uri:
+        flags["fs_uri"] = fs_uri
+        env["LD_PRELOAD"] = str(plugin_path())
+    return Contender(name, [str(active_build() / "bin" / "db_bench"), *refs._flag_list(flags)], env)
+
+
 def plugin_path() -> Path:
     """The plugin library installed beside the compiled module."""
     from . import _core
@@ -199,6 +221,16 @@ class Bench:
         size = sum(f.stat().st_size for f in ssts)
         self.log(f"  loaded in {time.time() - t:.0f} s: {len(ssts)} SST file(s), {size / 2**30:.2f} GiB")
         marker.write_text(want)
+
+    def loaded(self, db: Path) -> int:
+        """The key count of the benchmark DB at `db` as it is, whatever its size (the aligned
+        DB is loaded at this Bench's size if there is none)."""
+        marker = db / "rxlab-loaded"
+        if not marker.is_file():
+            self.load(db, True, self.size_gib)
+        text = marker.read_text().strip()
+        self.log(f"reading {db} ({text})")
+        return int(text.split()[0].split("=")[1])
 
     def record(self, section: str, config: str, rep: int, row: dict, threads: int = 1) -> None:
         ops = row.get("ops") or 0
@@ -479,6 +511,77 @@ def merge_paired_csv(path: Path, new: pd.DataFrame) -> pd.DataFrame:
     new.to_csv(tmp, index=False)
     tmp.replace(path)
     return new
+
+
+INTERLEAVE_CONTROL = "default again"
+
+
+def interleaved(root: Path, *, threads: tuple[int, ...] = (1, 2), configs: tuple[str, ...] | None = None,
+                sessions: int = 6, rounds: int = 8, slice_s: float = 1.0, cpus_allowed: str | None = "1",
+                control: bool = True, size_gib: float = 2.2, quiet: bool = False,
+                out: Path | None = None) -> pd.DataFrame:
+    """readrandom through each configuration (default plus `configs`; by default posix and posix
+    page-aligned), every one
+    a db_bench process reading the benchmark DB read-only, measured in turns (rxlab.interleave):
+    CPU per device read and reads per second, per session against default. `control` adds a
+    second default process, so the run shows what "equal" looks like. Rows are saved to `out`
+    after every session."""
+    from . import interleave, sysinfo
+
+    # select_configs' words ("posix" keeps "posix page-aligned"); by default the target's two
+    words = configs or ("posix",)
+    names = ["default", *(n for n in READ_CONFIGS if n != "default" and _config_matches(n, words))]
+    if len(names) < 2:
+        raise ValueError(f"bench-backends --interleave --configs {','.join(words)!r}: name a readrandom "
+                         f"configuration besides default ({', '.join(READ_CONFIGS)})")
+    cpus = rawio.parse_cpus(cpus_allowed) if cpus_allowed else None
+    b = Bench(Path(root), size_gib=size_gib, quiet=quiet)
+    db = b.root / "db-aligned"
+    num = b.loaded(db)
+    disk = sysinfo.device_for_path(db).disk
+    frames = []
+    for t in threads:
+        def make(session: int, t=t) -> list:
+            # other keys for every process and session: a reader must not find blocks that
+            # another one just pulled into a cache below the guest
+            seed = COMMON["seed"] + 1000 * session
+            group = [readonly_reader(n, db, num, t, seed=seed + 100 * i, fs_uri=READ_CONFIGS[n])
+                     for i, n in enumerate(names)]
+            if control:
+                group.append(readonly_reader(INTERLEAVE_CONTROL, db, num, t, seed=seed + 100 * len(names)))
+            return group
+
+        def save(df: pd.DataFrame, t=t) -> None:
+            if out is not None:
+                pd.concat([*frames, df.assign(threads=t)]).to_csv(out, index=False)
+
+        b.log(f"readrandom t={t}: {', '.join(names)}{' + control' if control else ''}, {sessions} sessions "
+              f"of {rounds} rounds of {slice_s:g} s each")
+        df = interleave.measure(make, sessions=sessions, rounds=rounds, slice_s=slice_s, disk=disk, cpus=cpus,
+                                progress=not quiet, on_session=save)
+        frames.append(df.assign(threads=t, cpus_allowed=cpus_allowed or ""))
+        save(frames[-1].iloc[:0])
+    return pd.concat(frames, ignore_index=True)
+
+
+def summarize_interleaved(df: pd.DataFrame, target: float = 0.03) -> str:
+    """Per thread count, each configuration against default, and the issue's target: posix
+    within `target` of default on CPU per op (here per device read, the same ratio)."""
+    from . import interleave
+
+    out = ["readrandom in turns (read-only db_bench processes on one DB; ratios are per session, "
+           "median [95% bootstrap interval of the median]):"]
+    for t, g in df.groupby("threads"):
+        out.append(interleave.summarize(g, "default", f" t={t}"))
+        for name in g["contender"].unique():
+            if name.startswith("posix"):
+                r = interleave.session_ratios(g, "default", name)["cpu"]
+                lo, hi = median_interval(r)
+                verdict = "MET" if abs(r.median() - 1) <= target else "MISSED"
+                inside = "inside" if 1 - target <= lo and hi <= 1 + target else "not inside"
+                out.append(f"   target {name} within {target:.0%} of default on CPU per op: "
+                           f"{r.median() - 1:+.1%} {verdict} (interval {inside} ±{target:.0%})")
+    return "\n".join(out)
 
 
 def median_interval(values, level: float = 0.95, draws: int = 4000, seed: int = 0) -> tuple[float, float]:

@@ -76,6 +76,36 @@ def _compare(a):
     print(df.round(1).to_string(index=False))
 
 
+def _interleave_args(a, root):
+    """The --interleave options checked in one place; the CPUs default to the one that takes the
+    DB disk's interrupts (the placement every earlier pinned benchmark used), else unpinned."""
+    from .placement import busiest_irq_cpu
+    from .rawio import parse_cpus
+
+    if a.sessions < 1 or a.rounds < 1 or a.slice <= 0:
+        raise ValueError(f"--sessions {a.sessions} --rounds {a.rounds} --slice {a.slice}: "
+                         "need sessions >= 1, rounds >= 1 and slice > 0")
+    cpus = a.cpus_allowed
+    if cpus is None:
+        irq = busiest_irq_cpu(root if root.exists() else root.parent)
+        cpus = str(irq) if irq is not None else None
+    if cpus is not None:
+        parse_cpus(cpus)
+    return cpus
+
+
+def _add_interleave_args(p, what: str) -> None:
+    p.add_argument("--interleave", action="store_true",
+                   help=f"instead: {what} as processes reading one read-only DB in turns of --slice "
+                   "seconds (SIGSTOP/SIGCONT), so host drift cancels; fresh processes every session, "
+                   "CPUs default to the one taking the disk's interrupts")
+    p.add_argument("--sessions", type=int, default=6, help="with --interleave: fresh sets of processes")
+    p.add_argument("--rounds", type=int, default=8, help="with --interleave: turns per process and session")
+    p.add_argument("--slice", type=float, default=1.0, help="with --interleave: seconds per turn")
+    p.add_argument("--no-control", action="store_true",
+                   help="with --interleave: leave out the baseline's second process (the A/A control)")
+
+
 def _bench_backends(a):
     from pathlib import Path
 
@@ -91,6 +121,20 @@ def _bench_backends(a):
     if a.repeats < 1 or a.duration <= 0:
         raise ValueError(f"bench-backends --repeats {a.repeats} --duration {a.duration}: "
                          "need repeats >= 1 and duration > 0")
+    if a.interleave:
+        from .backends_bench import interleaved, summarize_interleaved
+
+        if set(sections) != {"readrandom"} and sections != SECTIONS:
+            raise ValueError(f"bench-backends --interleave --only {a.only!r}: only readrandom runs in turns")
+        cpus = _interleave_args(a, root)
+        out = root / f"backends-interleaved{f'-cpus{cpus}' if cpus else ''}.csv"
+        df = interleaved(root, configs=configs, sessions=a.sessions, rounds=a.rounds, slice_s=a.slice,
+                         cpus_allowed=cpus, control=not a.no_control, size_gib=a.size_gib, quiet=a.quiet,
+                         out=out)
+        df.to_csv(out, index=False)
+        print(summarize_interleaved(df))
+        print(f"\nper-slice rows: {out}")
+        return
     if a.own_cost:
         from .backends_bench import own_cost, summarize_own_cost
 
@@ -284,6 +328,20 @@ def _bench_driver(a):
             prof.to_csv(root / f"driver-profile-t{t}.csv")
             print(f"readrandom t={t}:\n{summarize_profile(prof)}\n")
         return
+    if a.interleave:
+        from .driver_bench import interleaved, summarize_interleaved
+
+        cpus = _interleave_args(a, root)
+        suffix = "".join(f"-{s}" for s in (f"cpus{cpus}" if cpus else "",
+                                           re.sub(r"[^A-Za-z0-9_.=-]+", "_", (a.fs_uri or "").removeprefix(
+                                               "rxlab://"))) if s)
+        out = root / f"driver-interleaved{suffix}.csv"
+        df = interleaved(root, sessions=a.sessions, rounds=a.rounds, slice_s=a.slice, fs_uri=a.fs_uri,
+                         cpus_allowed=cpus, control=not a.no_control, quiet=a.quiet, out=out)
+        df.to_csv(out, index=False)
+        print(summarize_interleaved(df))
+        print(f"\nper-slice rows: {out}")
+        return
     if a.window:
         from .driver_bench import summarize_window, window
 
@@ -410,6 +468,7 @@ def main(argv=None) -> int:
     bb.add_argument("--own-cost", action="store_true",
                     help="instead: readrandom with posix and default under perf, CPU per op by code "
                          "(what posix's own code costs beside RocksDB's posix file)")
+    _add_interleave_args(bb, "readrandom through default and each of --configs (default: posix)")
     bb.add_argument("--quiet", action="store_true")
     bb.set_defaults(fn=_bench_backends)
     bp = sub.add_parser("bench-paired", help="in-process back-to-back A/B pairs on the benchmark DB")
@@ -437,6 +496,7 @@ def main(argv=None) -> int:
                     "observer, all threads' scheduler CPU and sleeps from seconds 3 to 6")
     bd.add_argument("--profile", action="store_true",
                     help="instead: each tool's readrandom under perf record, the readers' CPU per op by symbol")
+    _add_interleave_args(bd, "both tools' readrandom")
     bd.add_argument("--quiet", action="store_true")
     bd.set_defaults(fn=_bench_driver)
     r = sub.add_parser("runs", help="list stored runs")

@@ -22,7 +22,16 @@ from pathlib import Path
 import pandas as pd
 
 from . import driver, metrics, rawio, refs
-from .backends_bench import COMMON, KEY_SIZE, VALUE_SIZE, Bench, median_interval, plugin_path, sleeps_line
+from .backends_bench import (
+    COMMON,
+    KEY_SIZE,
+    VALUE_SIZE,
+    Bench,
+    median_interval,
+    plugin_path,
+    readonly_reader,
+    sleeps_line,
+)
 from .builds import active_build
 
 
@@ -37,7 +46,7 @@ def _db_bench(db: Path, num: int, threads: int, duration: int, fs_uri: str | Non
 
 
 def _rxlab(db: Path, num: int, threads: int, duration: int, *, perf_events: bool = False,
-           fs_uri: str | None = None) -> dict:
+           fs_uri: str | None = None, seed: int = COMMON["seed"], readonly: bool = False) -> dict:
     # Without fs_uri both tools read through RocksDB's own file system (db_bench answers
     # RocksDbIOUringEnable() with true, hence default?io_uring=1 here).
     backend = fs_uri.removeprefix("rxlab://") if fs_uri else "default?io_uring=1"
@@ -47,7 +56,10 @@ def _rxlab(db: Path, num: int, threads: int, duration: int, *, perf_events: bool
                           target_file_size_base=COMMON["target_file_size_base"],
                           max_bytes_for_level_base=COMMON["max_bytes_for_level_base"],
                           steps=["readrandom"], statistics=False, name="driver-bench",
-                          seed=COMMON["seed"])  # db_bench's --seed: both tools read the same keys
+                          seed=seed,  # db_bench's --seed: both tools read the same keys
+                          readonly=readonly,
+                          # as READONLY gives db_bench: not the CompactedDBImpl of max_open_files=-1
+                          options="max_open_files=1000" if readonly else "")
     driver.validate(spec)
     sess = driver.Session(spec)
     try:
@@ -209,6 +221,27 @@ print("RXLAB-OPS " + json.dumps({"ops": r["ops"], "wall_s": r["wall_s"]}))
 """
 
 
+_RXLAB_READER = """
+import json, sys
+from pathlib import Path
+from rxlab import driver_bench
+a = json.loads(sys.argv[1])
+driver_bench._rxlab(Path(a["db"]), a["num"], a["threads"], a["duration"], fs_uri=a["fs_uri"], seed=a["seed"],
+                    readonly=True)
+"""
+
+
+def rxlab_reader(name: str, db: Path, num: int, threads: int, *, seed: int, fs_uri: str | None = None):
+    """An interleave.Contender: rxlab's driver in its own Python process, readrandom on `db`
+    opened read-only, until it is killed (the same read path as backends_bench.readonly_reader)."""
+    import json
+
+    from .interleave import Contender
+
+    args = {"db": str(db), "num": num, "threads": threads, "duration": 10**6, "seed": seed, "fs_uri": fs_uri}
+    return Contender(name, [sys.executable, "-c", _RXLAB_READER, json.dumps(args)])
+
+
 def _reader_leaf_ns(data: Path, threads: int) -> tuple[dict[str, int], int]:
     """Sampled ns per leaf symbol in the `threads` busiest reader threads of a perf.data."""
     from collections import Counter
@@ -330,21 +363,6 @@ def summarize_profile(df: pd.DataFrame, n: int = 8) -> str:
 
 # ------------------------------------------------------------ both tools by one clock, mid-run
 
-def _process_sched(pid: int) -> tuple[float, int]:
-    """(seconds on CPU by the scheduler's clock, voluntary context switches), summed over the
-    threads of process `pid` (/proc/PID/task/*/schedstat and status)."""
-    ns = switches = 0
-    task = Path(f"/proc/{pid}/task")
-    for t in task.iterdir():
-        try:
-            ns += int((t / "schedstat").read_text().split()[0])
-            m = re.search(r"^voluntary_ctxt_switches:\s+(\d+)", (t / "status").read_text(), re.M)
-            switches += int(m.group(1)) if m else 0
-        except (OSError, ValueError, IndexError):
-            continue  # a thread that ended between the listing and the read
-    return ns / 1e9, switches
-
-
 def window(root: Path, threads: tuple[int, ...] = (1, 2), repeats: int = 4, *, duration: float = 9,
            start: float = 3.0, length: float = 3.0, fs_uri: str | None = None,
            cpus_allowed: str | None = None, quiet: bool = False) -> pd.DataFrame:
@@ -356,6 +374,8 @@ def window(root: Path, threads: tuple[int, ...] = (1, 2), repeats: int = 4, *, d
     This leaves out what the two tools' own accounting windows differ in (start, stop, clocks)."""
     import subprocess
     import time
+
+    from .interleave import process_sched
 
     _check_fs_uri(fs_uri)
     if not 0 < start < start + length < duration or repeats < 1:
@@ -386,10 +406,10 @@ def window(root: Path, threads: tuple[int, ...] = (1, 2), repeats: int = 4, *, d
                     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=cenv)
                 try:
                     time.sleep(start)
-                    c0, s0 = _process_sched(proc.pid)
+                    c0, s0 = process_sched(proc.pid)
                     w0 = time.monotonic()
                     time.sleep(length)
-                    c1, s1 = _process_sched(proc.pid)
+                    c1, s1 = process_sched(proc.pid)
                     w1 = time.monotonic()
                 finally:
                     _, err = proc.communicate(timeout=duration * 10 + 120)
@@ -419,4 +439,66 @@ def summarize_window(df: pd.DataFrame) -> str:
         out.append(f"  readrandom t={t}: CPU per sleep rxlab {cpu['rxlab'].median():.1f} vs db_bench "
                    f"{cpu['db_bench'].median():.1f} us, {_interval(cpu_ratio)}; "
                    f"rate {_interval((rate['rxlab'] / rate['db_bench']).dropna())}")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------ both tools in turns, one DB
+
+INTERLEAVE_CONTROL = "db_bench again"
+
+
+def interleaved(root: Path, *, threads: tuple[int, ...] = (1, 2), sessions: int = 6, rounds: int = 8,
+                slice_s: float = 1.0, fs_uri: str | None = None, cpus_allowed: str | None = "1",
+                control: bool = True, quiet: bool = False, out: Path | None = None) -> pd.DataFrame:
+    """readrandom by db_bench and by rxlab's driver (each in its own process, the benchmark DB
+    opened read-only by both), measured in turns (rxlab.interleave): CPU per device read and
+    reads per second per session, rxlab against db_bench. `control` adds a second db_bench
+    process: what "equal" looks like in the same run. Both read through RocksDB's own file
+    system (db_bench's io_uring answer, as in `main`), or both through `fs_uri`."""
+    from . import interleave, sysinfo
+
+    _check_fs_uri(fs_uri)
+    cpus = rawio.parse_cpus(cpus_allowed) if cpus_allowed else None
+    b = Bench(Path(root), quiet=quiet)
+    db = b.root / "db-aligned"
+    num = b.loaded(db)
+    disk = sysinfo.device_for_path(db).disk
+    frames = []
+    for t in threads:
+        def make(session: int, t=t) -> list:
+            seed = COMMON["seed"] + 1000 * session  # other keys per process and session
+            group = [readonly_reader("db_bench", db, num, t, seed=seed, fs_uri=fs_uri),
+                     rxlab_reader("rxlab", db, num, t, seed=seed + 100, fs_uri=fs_uri)]
+            if control:
+                group.append(readonly_reader(INTERLEAVE_CONTROL, db, num, t, seed=seed + 200, fs_uri=fs_uri))
+            return group
+
+        def save(df: pd.DataFrame, t=t) -> None:
+            if out is not None:
+                pd.concat([*frames, df.assign(threads=t)]).to_csv(out, index=False)
+
+        b.log(f"readrandom t={t}: db_bench, rxlab{' + control' if control else ''} on "
+              f"{fs_uri or 'RocksDB file system'}, {sessions} sessions of {rounds} rounds of {slice_s:g} s")
+        df = interleave.measure(make, sessions=sessions, rounds=rounds, slice_s=slice_s, disk=disk, cpus=cpus,
+                                progress=not quiet, on_session=save)
+        frames.append(df.assign(threads=t, fs_uri=fs_uri or "", cpus_allowed=cpus_allowed or ""))
+        save(frames[-1].iloc[:0])
+    return pd.concat(frames, ignore_index=True)
+
+
+def summarize_interleaved(df: pd.DataFrame) -> str:
+    """Per thread count, rxlab (and the control) against db_bench, and the issue's targets:
+    rxlab's QPS at least db_bench's, its CPU per op no higher (per device read: the same ratios)."""
+    from . import interleave
+
+    out = ["readrandom in turns (both tools' processes on one read-only DB; ratios are per session, "
+           "median [95% bootstrap interval of the median]):"]
+    for t, g in df.groupby("threads"):
+        out.append(interleave.summarize(g, "db_bench", f" t={t}"))
+        r = interleave.session_ratios(g, "db_bench", "rxlab")
+        for col, what, ok in (("rate", "QPS at least db_bench's", r["rate"].median() >= 1.0),
+                              ("cpu", "CPU per op no higher", r["cpu"].median() <= 1.0)):
+            lo, hi = median_interval(r[col])
+            out.append(f"   target rxlab {what}: {r[col].median():.3f} {'MET' if ok else 'MISSED'} "
+                       f"[{lo:.3f}..{hi:.3f}]")
     return "\n".join(out)

@@ -32,8 +32,8 @@ import pandas as pd
 
 from . import figures, metrics, rawio, sysinfo
 
-__all__ = ["CONFIGS", "device_irqs", "fig_placement", "findings", "interrupt_counts", "measure", "run",
-           "summary"]
+__all__ = ["CONFIGS", "busiest_irq_cpu", "device_irqs", "fig_placement", "findings", "interrupt_counts",
+           "measure", "run", "summary"]
 
 # (configuration, numjobs, where): "irq" / "other" pin one job to the
 # interrupt's CPU or away from it; "shared" / "split" are fio's policies.
@@ -69,6 +69,14 @@ def interrupt_counts(irqs: Sequence[int], text: str | None = None) -> np.ndarray
         if f and f[0] in want:
             total += np.array([int(x) for x in f[1:1 + ncpu]], dtype=np.int64)
     return total
+
+
+def busiest_irq_cpu(path: str | os.PathLike) -> int | None:
+    """The CPU that has taken most of the interrupts of the device holding `path` since boot
+    (None when they cannot be found): where a pinned blocking reader wakes up cheapest."""
+    irqs = device_irqs(path)
+    counts = interrupt_counts(irqs) if irqs else np.zeros(0)
+    return int(np.argmax(counts)) if counts.sum() > 0 else None
 
 
 def _irq_cpu(filename, irqs: list[int], runtime: float, size) -> int | None:

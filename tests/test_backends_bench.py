@@ -11,6 +11,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_bench import small_bench_db
 
 from rxlab import backends_bench as bb
 from rxlab.cli import main
@@ -36,6 +37,13 @@ BAD_BENCH_INPUT = [
     ("bench-backends", ["--cpus_allowed", "0-999"], "are not available"),
     ("bench-driver", ["--only", "readrandom", "--cpus_allowed", "x"], "expected CPU numbers"),
     ("bench-driver", ["--window", "--fs_uri", "posix"], "must be an rxlab:// URI"),
+    ("bench-driver", ["--interleave", "--rounds", "0"], "--rounds 0"),
+    ("bench-driver", ["--interleave", "--fs_uri", "rxlab://nosuch"], "nosuch"),
+    ("bench-backends", ["--interleave", "--sessions", "0"], "--sessions 0"),
+    ("bench-backends", ["--interleave", "--slice", "0"], "--slice 0"),
+    ("bench-backends", ["--interleave", "--configs", "default"], "besides default"),
+    ("bench-backends", ["--interleave", "--only", "counters"], "only readrandom runs in turns"),
+    ("bench-backends", ["--interleave", "--cpus_allowed", "0-999"], "are not available"),
     ("bench-driver", ["--only", "readrandom", "--fs_uri", "rxlab://posix?buffer_align=3"], "buffer_align=3"),
 ]
 
@@ -258,24 +266,6 @@ def test_adjusted_difference_holds_sleeps_per_op_equal():
     flat = df.assign(sleepsPer=0.995 + 0.001 * rng.uniform(size=len(df)))
     assert all(np.isnan(bb.adjusted_difference(flat, "posix", "default")))
     assert "at equal sleeps" not in bb.summarize(flat)
-
-
-def small_bench_db(root, num: int = 20000):
-    """A benchmark DB the size of a test under root/db-aligned, loaded by rxlab and marked as the
-    benchmarks mark theirs: (path, num)."""
-    from rxlab import driver
-
-    db = root / "db-aligned"
-    spec = driver.RunSpec(db=str(db), num=num, key_size=bb.KEY_SIZE, value_size=bb.VALUE_SIZE,
-                          cache_size=64 << 10, steps=[])
-    sess = driver.Session(spec)
-    try:
-        for st in ({"name": "fillseq", "disable_wal": True}, {"name": "flush"}):
-            sess.run_step(st)
-    finally:
-        sess.close()
-    (db / "rxlab-loaded").write_text(f"num={num} block_align=True\n")
-    return db, num
 
 
 def test_placement_reads_the_page_offsets_of_the_read_buffers(tmp_path):

@@ -1,0 +1,285 @@
+"""Processes measured in turns: every contender runs at once as a child, all but one stopped.
+
+On these VMs CPU per read drifts from one second to the next (36 to 50 us within a single
+readrandom run), more than the differences the benchmarks' targets ask about (3%, "no
+higher"). Whole runs alternated one after another pair the contenders only at the scale of a
+run, tens of seconds apart. Here they take turns of `slice_s` seconds (SIGCONT, sleep, SIGSTOP),
+ABBA order from round to round so a linear drift cancels, and neighbouring slices share the
+host's state. Each slice's counters are read while every contender is stopped, so the slice
+boundaries are exact: the scheduler's CPU of all threads (schedstat, what getrusage reports),
+their voluntary context switches, read syscalls (/proc/PID/io syscr) and the device's completed
+reads (/proc/diskstats; only the running contender reads, so these are its reads, whatever
+the engine).
+
+What is compared per slice is CPU per device read and device reads per second. For two
+readers of the same DB with the same cache and key distribution, reads per query are the same
+in expectation, so these ratios are the ratios of CPU per query and of QPS. Contenders should
+draw different keys (different seeds): a second reader of the same blocks might find them in a
+cache under the virtual disk that the first one warmed.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from . import rawio, sysinfo
+
+
+@dataclass(frozen=True)
+class Contender:
+    """A command that reads for longer than the whole measurement (it is killed at the end)."""
+
+    name: str
+    cmd: Sequence[str]
+    env: Mapping[str, str] | None = None
+
+
+def process_sched(pid: int) -> tuple[float, int]:
+    """(seconds on CPU by the scheduler's clock, voluntary context switches), summed over the
+    threads of process `pid` (/proc/PID/task/*/schedstat and status)."""
+    ns = switches = 0
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            ns += int((t / "schedstat").read_text().split()[0])
+            m = re.search(r"^voluntary_ctxt_switches:\s+(\d+)", (t / "status").read_text(), re.M)
+            switches += int(m.group(1)) if m else 0
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended between the listing and the read
+    return ns / 1e9, switches
+
+
+def _read_syscalls(pid: int) -> int:
+    io = sysinfo.proc_pid_io(pid) or {}
+    return int(io.get("syscr", 0))
+
+
+def _order(names: list[str], rnd: int) -> list[str]:
+    """ABBA for two (AB BA AB BA...); for more, rotate every two rounds and reverse every other
+    round, so every contender takes every position equally often."""
+    k = rnd // 2 % len(names) if len(names) > 2 else 0
+    rot = names[k:] + names[:k]
+    return rot if rnd % 2 == 0 else rot[::-1]
+
+
+class _Children:
+    """The contenders' processes; whatever happens, all are killed and reaped on exit."""
+
+    def __init__(self, contenders: Sequence[Contender], cpus: set[int] | None):
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.errs: dict[str, object] = {}
+        self.exited: dict[str, int] = {}
+        try:
+            for c in contenders:
+                err = tempfile.TemporaryFile()  # noqa: SIM115 (read when the child fails, closed in close())
+                self.errs[c.name] = err
+                with rawio.affinity(cpus):
+                    self.procs[c.name] = subprocess.Popen(
+                        list(c.cmd), stdout=subprocess.DEVNULL, stderr=err,
+                        env={**os.environ, **(c.env or {})})
+        except BaseException:
+            self.close()
+            raise
+
+    def _failed(self, name: str, status: int) -> RuntimeError:
+        err = self.errs[name]
+        err.seek(0)
+        tail = err.read().decode(errors="replace").strip()[-400:]
+        code = os.waitstatus_to_exitcode(status)
+        return RuntimeError(f"{name} ended during the measurement (exit {code}): {tail or 'no output'}")
+
+    def stop(self, name: str) -> None:
+        """SIGSTOP, then wait until every thread has stopped (the group stop is reported to the
+        parent only then; a thread inside a read stops when the read returns)."""
+        p = self.procs[name]
+        os.kill(p.pid, signal.SIGSTOP)
+        _, status = os.waitpid(p.pid, os.WUNTRACED)
+        if not os.WIFSTOPPED(status):
+            self.exited[name] = status
+            raise self._failed(name, status)
+
+    def cont(self, name: str) -> None:
+        os.kill(self.procs[name].pid, signal.SIGCONT)
+
+    def wait_reading(self, timeout: float = 180.0, step: float = 0.25, min_bytes: int = 64 << 10,
+                     steps: int = 3) -> None:
+        """Until every process reads from storage: /proc/PID/io read_bytes (which page-cache hits,
+        such as a Python process's imports, do not move) grows by `min_bytes` in each of `steps`
+        consecutive steps. Start-up (an interpreter's imports, opening the DB) differs between
+        contenders and must not fall into a slice."""
+        streak = dict.fromkeys(self.procs, 0)
+        last = dict.fromkeys(self.procs, -1)
+        deadline = time.monotonic() + timeout
+        while any(n < steps for n in streak.values()):
+            self.check_alive()
+            for name, p in self.procs.items():
+                now = int((sysinfo.proc_pid_io(p.pid) or {}).get("read_bytes", 0))
+                grew = last[name] >= 0 and now - last[name] >= min_bytes
+                streak[name] = streak[name] + 1 if grew else 0 if streak[name] < steps else streak[name]
+                last[name] = now
+            waiting = sorted(n for n, k in streak.items() if k < steps)
+            if waiting and time.monotonic() > deadline:
+                raise RuntimeError(f"{', '.join(waiting)} did not start reading within {timeout:g} s")
+            if waiting:
+                time.sleep(step)
+
+    def check_alive(self) -> None:
+        for name, p in self.procs.items():
+            pid, status = os.waitpid(p.pid, os.WNOHANG)
+            if pid:
+                self.exited[name] = status
+                raise self._failed(name, status)
+
+    def close(self) -> None:
+        for name, p in self.procs.items():
+            if name in self.exited:
+                p.returncode = os.waitstatus_to_exitcode(self.exited[name])  # reaped by us
+                continue
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+        for err in self.errs.values():
+            err.close()
+
+
+def measure(contenders: Callable[[int], Sequence[Contender]] | Sequence[Contender], *, sessions: int = 6,
+            rounds: int = 8, slice_s: float = 1.0, warmup_s: float = 4.0, disk: str | None = None,
+            cpus: set[int] | None = None, progress: bool = True,
+            on_session: Callable[[pd.DataFrame], None] | None = None) -> pd.DataFrame:
+    """One row per slice: session, contender, pid, round, position in the round, wall_s, cpu_s,
+    sleeps, read_syscalls, dev_reads, dev_read_bytes, and per read: cpu_per_read_us, reads_per_s,
+    sleeps_per_read. `reads` is the device's count when `disk` is given, else read syscalls.
+
+    A session starts fresh processes (`contenders(session)` when it is a callable, so each
+    session can draw other keys), waits until all of them read from storage, lets them run
+    `warmup_s` more (filling their caches), then gives them `rounds` turns each. Fresh processes
+    every session, because one process of a binary is not another: two db_bench processes,
+    identical but for their seeds, measured in turns, differed by up to 6% in reads per second
+    over 16 rounds (the cause is not measured; each process's memory layout, such as where its
+    read buffers fall in their pages, is a candidate). So the session, not the slice, is the unit
+    that repeats. `on_session` gets the rows so far after every session (to save them); an
+    interrupted measurement (Ctrl-C) returns the complete sessions it has."""
+    from tqdm import tqdm
+
+    make = contenders if callable(contenders) else (lambda _s: contenders)
+    first = list(make(0))
+    names = [c.name for c in first]
+    if len(names) < 2 or len(set(names)) != len(names):
+        raise ValueError(f"contenders {names}: need at least two, with distinct names")
+    if sessions < 1 or rounds < 1 or slice_s <= 0 or warmup_s < 0:
+        raise ValueError(f"sessions={sessions} rounds={rounds} slice_s={slice_s} warmup_s={warmup_s}: "
+                         "need sessions >= 1, rounds >= 1, slice_s > 0 and warmup_s >= 0")
+    rows: list[dict] = []
+    bar = tqdm(total=sessions * rounds, desc="interleaved rounds", unit="round", disable=not progress,
+               file=sys.stderr)
+    try:
+        for session in range(sessions):
+            group = first if session == 0 else list(make(session))
+            k = session % len(group)  # who starts first moves too
+            session_rows = _session(group[k:] + group[:k], names, session=session, rounds=rounds,
+                                    slice_s=slice_s, warmup_s=warmup_s, disk=disk, cpus=cpus, bar=bar)
+            rows.extend(session_rows)
+            if on_session is not None:
+                on_session(_derive(pd.DataFrame(rows)))
+    except KeyboardInterrupt:
+        print(f"interrupted: keeping {len({r['session'] for r in rows})} complete sessions", file=sys.stderr)
+    finally:
+        bar.close()
+    return _derive(pd.DataFrame(rows))
+
+
+def _session(group, names, *, session, rounds, slice_s, warmup_s, disk, cpus, bar) -> list[dict]:
+    rows: list[dict] = []
+    kids = _Children(group, cpus)
+    try:
+        kids.wait_reading()
+        time.sleep(warmup_s)
+        kids.check_alive()
+        for n in names:
+            kids.stop(n)
+        for rnd in range(rounds):
+            for pos, name in enumerate(_order(names, rnd + session)):
+                pid = kids.procs[name].pid
+                c0, s0 = process_sched(pid)
+                r0 = _read_syscalls(pid)
+                d0 = sysinfo.diskstats(disk) if disk else None
+                t0 = time.monotonic()
+                kids.cont(name)
+                time.sleep(slice_s)
+                kids.stop(name)
+                t1 = time.monotonic()
+                d1 = sysinfo.diskstats(disk) if disk else None
+                c1, s1 = process_sched(pid)
+                r1 = _read_syscalls(pid)
+                row = {"session": session, "contender": name, "pid": pid, "round": rnd, "position": pos,
+                       "wall_s": t1 - t0, "cpu_s": c1 - c0, "sleeps": s1 - s0, "read_syscalls": r1 - r0}
+                if d0 is not None:
+                    row["dev_reads"] = d1["reads"] - d0["reads"]
+                    row["dev_read_bytes"] = 512 * (d1["read_sectors"] - d0["read_sectors"])
+                rows.append(row)
+            bar.update()
+    finally:
+        kids.close()
+    return rows
+
+
+def _derive(df: pd.DataFrame) -> pd.DataFrame:
+    if df.empty:
+        return df
+    reads = df["dev_reads"] if "dev_reads" in df else df["read_syscalls"]
+    per = reads.where(reads > 0)
+    df["reads"] = reads
+    df["cpu_per_read_us"] = 1e6 * df["cpu_s"] / per
+    df["reads_per_s"] = reads / df["wall_s"]
+    df["sleeps_per_read"] = df["sleeps"] / per
+    return df
+
+
+def session_ratios(df: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """Per session, b / a of the pooled CPU per read (all CPU over all reads) and of the pooled
+    reads per second; the slices of a session alternate, so host drift mostly cancels inside it."""
+    g = df.groupby(["session", "contender"])[["cpu_s", "reads", "wall_s"]].sum()
+    cpu = (g["cpu_s"] / g["reads"]).unstack("contender")
+    rate = (g["reads"] / g["wall_s"]).unstack("contender")
+    return pd.DataFrame({"cpu": cpu[b] / cpu[a], "rate": rate[b] / rate[a]}).dropna()
+
+
+def summarize(df: pd.DataFrame, baseline: str, title: str = "") -> str:
+    """Each contender against `baseline`: medians per slice, then the median over sessions of the
+    session's pooled ratio with a 95% bootstrap interval of that median, and the ratio pooled
+    over everything. A contender that is the baseline's binary again (a control) shows what
+    "equal" looks like in the same run."""
+    from .backends_bench import median_interval
+
+    def iv(x: pd.Series) -> str:
+        lo, hi = median_interval(x)
+        return f"{x.median():.3f} [{lo:.3f}..{hi:.3f}]"
+
+    out = [title] if title else []
+    pooled = df.groupby("contender")[["cpu_s", "reads", "wall_s", "sleeps"]].sum()
+    for name, g in df.groupby("contender", sort=False):
+        p = pooled.loc[name]
+        out.append(f"  {name:30} {g['cpu_per_read_us'].median():6.2f} us CPU per read "
+                   f"({g['cpu_per_read_us'].min():.1f}..{g['cpu_per_read_us'].max():.1f}), "
+                   f"{g['reads_per_s'].median():8.0f} reads/s, {p.sleeps / p.reads:.2f} sleeps per read, "
+                   f"{len(g)} slices")
+    for name in df["contender"].unique():
+        if name == baseline:
+            continue
+        r = session_ratios(df, baseline, name)
+        pa, pb = pooled.loc[baseline], pooled.loc[name]
+        out.append(f"  {name} / {baseline}: CPU per read {iv(r['cpu'])}, all pooled "
+                   f"{(pb.cpu_s / pb.reads) / (pa.cpu_s / pa.reads):.3f}; reads/s {iv(r['rate'])}, "
+                   f"all pooled {(pb.reads / pb.wall_s) / (pa.reads / pa.wall_s):.3f}; "
+                   f"n={len(r)} sessions")
+    return "\n".join(out)

@@ -1,0 +1,179 @@
+"""Processes measured in turns (rxlab.interleave) and the read-only DB that lets them share one.
+
+Real processes, real O_DIRECT reads: a reader that burns CPU after every read must come out
+costlier per read than one that does not, and the bookkeeping (turn order, fresh processes per
+session, a contender that dies) must hold.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+
+import pandas as pd
+import pytest
+
+from rxlab import interleave
+
+# A reader of a file with O_DIRECT preads (so its reads reach storage and /proc/PID/io's
+# read_bytes moves), optionally spinning `burn_us` after each read.
+READER = """
+import mmap, os, sys, time
+path, burn = sys.argv[1], float(sys.argv[2]) * 1e-6
+fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, 4096)
+blocks = os.fstat(fd).st_size // 4096
+i = 0
+while True:
+    os.preadv(fd, [buf], (i * 7919 % blocks) * 4096)
+    i += 1
+    t = time.perf_counter()
+    while time.perf_counter() - t < burn:
+        pass
+"""
+
+
+@pytest.fixture
+def data_file(tmp_path):
+    from rxlab import driver
+
+    if not driver.direct_io_works(tmp_path):
+        pytest.skip("no O_DIRECT where the tests write")
+    path = tmp_path / "blocks.dat"
+    path.write_bytes(os.urandom(16 << 20))
+    return path
+
+
+def reader(name, path, burn_us=0):
+    return interleave.Contender(name, [sys.executable, "-c", READER, str(path), str(burn_us)])
+
+
+def test_turns_tell_a_costlier_reader_apart(data_file):
+    df = interleave.measure([reader("plain", data_file), reader("burner", data_file, 300)], sessions=2,
+                            rounds=3, slice_s=0.3, warmup_s=0.2, progress=False)
+    assert len(df) == 2 * 3 * 2
+    assert (df["wall_s"] >= 0.3).all() and (df["reads"] > 20).all(), df
+    # one process per contender and session, a fresh one every session
+    pids = df.groupby(["session", "contender"])["pid"].nunique()
+    assert (pids == 1).all() and df["pid"].nunique() == 4
+    # ABBA: who goes first alternates from round to round
+    for _, g in df[df["position"] == 0].groupby("session"):
+        first = g.sort_values("round")["contender"].tolist()
+        assert all(a != b for a, b in itertools.pairwise(first)), first
+    r = interleave.session_ratios(df, "plain", "burner")
+    # 300 us of spinning per read: several times the plain reader's CPU per read, fewer reads
+    assert (r["cpu"] > 2).all() and (r["rate"] < 0.8).all(), r
+    # a single-threaded reader runs only in its own turns: at most its slice's wall time of CPU
+    assert (df["cpu_s"] <= df["wall_s"] * 1.02).all()
+    text = interleave.summarize(df, "plain", "test")
+    assert "burner / plain: CPU per read" in text and "n=2 sessions" in text
+
+
+def test_turn_order_gives_every_contender_every_position():
+    for names in (["a", "b"], ["a", "b", "c"], ["a", "b", "c", "d"]):
+        n = len(names)
+        orders = [interleave._order(names, r) for r in range(2 * n)]
+        assert all(sorted(o) == names for o in orders)
+        for pos in range(n):
+            assert sorted(o[pos] for o in orders) == sorted(names * 2), (names, orders)
+    assert interleave._order(["a", "b"], 0) == ["a", "b"] and interleave._order(["a", "b"], 1) == ["b", "a"]
+
+
+def test_session_ratios_pool_each_session():
+    rows = []
+    for session in range(3):
+        for rnd in range(2):
+            rows.append({"session": session, "contender": "a", "round": rnd, "cpu_s": 1.0, "reads": 100,
+                         "wall_s": 1.0})
+            rows.append({"session": session, "contender": "b", "round": rnd, "cpu_s": 1.0 + session,
+                         "reads": 50, "wall_s": 1.0})
+    r = interleave.session_ratios(pd.DataFrame(rows), "a", "b")
+    assert r["cpu"].tolist() == [2.0, 4.0, 6.0] and r["rate"].tolist() == [0.5, 0.5, 0.5]
+
+
+def test_a_contender_that_dies_is_named_and_nothing_is_left_running(data_file):
+    dead = interleave.Contender("broken", [sys.executable, "-c", "import sys; sys.exit('no such DB')"])
+    with pytest.raises(RuntimeError, match=r"broken ended during the measurement \(exit 1\): no such DB"):
+        interleave.measure([reader("plain", data_file), dead], sessions=1, rounds=1, slice_s=0.1,
+                           progress=False)
+    # the healthy reader was killed and reaped with it
+    assert not [c for c in os.listdir("/proc") if c.isdigit()
+                and _cmdline(c).startswith(sys.executable) and str(data_file) in _cmdline(c)]
+
+
+def test_a_contender_that_never_reads_times_out():
+    idle = interleave.Contender("idle", [sys.executable, "-c", "import time; time.sleep(60)"])
+    kids = interleave._Children([idle], None)
+    try:
+        with pytest.raises(RuntimeError, match=r"idle did not start reading within 0.5 s"):
+            kids.wait_reading(timeout=0.5, step=0.1)
+    finally:
+        kids.close()
+    assert kids.procs["idle"].returncode is not None
+
+
+def test_bad_measurement_shape_is_one_line(data_file):
+    with pytest.raises(ValueError, match=r"need at least two, with distinct names"):
+        interleave.measure([reader("a", data_file), reader("a", data_file)], progress=False)
+    with pytest.raises(ValueError, match=r"rounds=0"):
+        interleave.measure([reader("a", data_file), reader("b", data_file)], rounds=0, progress=False)
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_read_only_opens_share_a_db(tmp_path):
+    """db_bench's --readonly in rxlab: no lock, so several processes (or handles) read one DB at
+    once, beside a read-write one; writes are refused; a read-only run reads what is there."""
+    from helpers_bench import small_bench_db
+
+    import rxlab
+    from rxlab import driver
+
+    db, num = small_bench_db(tmp_path, num=3000)
+    with rxlab.open(db, "posix", read_only=True) as a, rxlab.open(db, "default", read_only=True) as b:
+        with rxlab.open(db, "posix") as writer:  # the one read-write open still gets the lock
+            assert not writer.read_only
+        key, value = a.scan(count=1)[0]
+        assert a.read_only and a.get(key) == b.get(key) == value
+        with pytest.raises(rxlab.RocksDBError, match="Not supported"):
+            a.put(key, b"x")
+    spec = driver.RunSpec(db=str(db), num=num, key_size=16, readonly=True, use_existing_db=True,
+                          steps=["readrandom"], reads=400, statistics=False)
+    s = driver.Session(spec)
+    try:
+        row = s.run_step({"name": "readrandom"})
+    finally:
+        s.close()
+    assert row["ops"] == 400 and row["found"] == 400
+
+
+def test_both_benchmarks_run_in_turns_on_a_small_db(tmp_path):
+    """bench-backends --interleave and bench-driver --interleave end to end on a DB the size of a
+    test (about 60 MB against the benchmarks' 8 MiB cache, so most reads reach the disk)."""
+    from helpers_bench import small_bench_db
+
+    from rxlab import backends_bench as bb
+    from rxlab import driver_bench
+
+    small_bench_db(tmp_path, num=150_000)
+    out = tmp_path / "rows.csv"
+    df = bb.interleaved(tmp_path, threads=(1,), configs=("posix",), sessions=1, rounds=2, slice_s=0.3,
+                        cpus_allowed=None, quiet=True, out=out)
+    assert set(df["contender"]) == {"default", "posix", "posix page-aligned", bb.INTERLEAVE_CONTROL}
+    assert (df["reads"] > 50).all() and df["cpu_per_read_us"].between(1, 5000).all(), df
+    assert len(pd.read_csv(out)) == len(df) == 4 * 2
+    text = bb.summarize_interleaved(df)
+    assert "target posix within 3% of default on CPU per op" in text
+    assert "target posix page-aligned within 3%" in text
+    df = driver_bench.interleaved(tmp_path, threads=(1,), sessions=1, rounds=2, slice_s=0.3,
+                                  fs_uri="rxlab://posix?buffer_align=4096", cpus_allowed=None, quiet=True)
+    assert sorted(set(df["contender"])) == ["db_bench", driver_bench.INTERLEAVE_CONTROL, "rxlab"]
+    assert (df["reads"] > 50).all(), df
+    text = driver_bench.summarize_interleaved(df)
+    assert "target rxlab QPS at least db_bench's" in text and "target rxlab CPU per op no higher" in text
