@@ -85,12 +85,12 @@ READONLY = {"readonly": 1, "open_files": 1000}
 
 
 def readonly_reader(name: str, db: Path, num: int, threads: int, *, seed: int,
-                    fs_uri: str | None = None, benchmark: str = "readrandom"):
+                    fs_uri: str | None = None, benchmark: str = "readrandom", extra: dict | None = None):
     """An interleave.Contender: the release db_bench reading `db` read-only until it is killed."""
     from .interleave import Contender
 
     flags = {**COMMON, **READONLY, "db": str(db), "benchmarks": benchmark, "use_existing_db": 1,
-             "num": num, "threads": threads, "duration": 10**6, "seed": seed}
+             "num": num, "threads": threads, "duration": 10**6, "seed": seed, **(extra or {})}
     flags.pop("histogram")
     env = {}
     if fs_uri:
@@ -513,74 +513,110 @@ def merge_paired_csv(path: Path, new: pd.DataFrame) -> pd.DataFrame:
     return new
 
 
-INTERLEAVE_CONTROL = "default again"
+# What runs in turns: per section, its configurations (name -> fs_uri, db_bench flags), the
+# baseline they are compared with, the flags every configuration shares, and thread counts.
+INTERLEAVE_SECTIONS = {
+    "readrandom": ({n: (uri, {}) for n, uri in READ_CONFIGS.items()}, "default", {}, (1, 2)),
+    # the issue's MultiRead target is at one thread
+    "multireadrandom": (MULTIREAD_CONFIGS, "default (io_uring on)",
+                        {"multiread_batched": "true", "batch_size": 16}, (1,)),
+}
+CONTROL_SUFFIX = " again"
 
 
-def interleaved(root: Path, *, threads: tuple[int, ...] = (1, 2), configs: tuple[str, ...] | None = None,
-                sessions: int = 6, rounds: int = 8, slice_s: float = 1.0, cpus_allowed: str | None = "1",
-                control: bool = True, size_gib: float = 2.2, quiet: bool = False,
-                out: Path | None = None) -> pd.DataFrame:
-    """readrandom through each configuration (default plus `configs`; by default posix and posix
-    page-aligned), every one
-    a db_bench process reading the benchmark DB read-only, measured in turns (rxlab.interleave):
-    CPU per device read and reads per second, per session against default. `control` adds a
-    second default process, so the run shows what "equal" looks like. Rows are saved to `out`
-    after every session."""
+def interleaved(root: Path, *, sections: tuple[str, ...] = ("readrandom",),
+                threads: tuple[int, ...] | None = None,
+                configs: tuple[str, ...] | None = None, sessions: int = 6, rounds: int = 8,
+                slice_s: float = 1.0, cpus_allowed: str | None = "1", control: bool = True,
+                size_gib: float = 2.2, quiet: bool = False, out: Path | None = None) -> pd.DataFrame:
+    """Each section's configurations as db_bench processes reading the benchmark DB read-only,
+    measured in turns (rxlab.interleave): CPU per device read and reads per second, per session
+    against the section's baseline. readrandom runs default plus `configs` (select_configs'
+    words; by default posix and posix page-aligned) at 1 and 2 threads; multireadrandom (batch
+    16, multiread_batched) every MultiRead configuration, or `configs`, at 1 thread. `control`
+    adds a second process of the baseline: what "equal" looks like in the same run. Rows are
+    saved to `out` after every session."""
     from . import interleave, sysinfo
 
-    # select_configs' words ("posix" keeps "posix page-aligned"); by default the target's two
-    words = configs or ("posix",)
-    names = ["default", *(n for n in READ_CONFIGS if n != "default" and _config_matches(n, words))]
-    if len(names) < 2:
-        raise ValueError(f"bench-backends --interleave --configs {','.join(words)!r}: name a readrandom "
-                         f"configuration besides default ({', '.join(READ_CONFIGS)})")
+    bad = [sec for sec in sections if sec not in INTERLEAVE_SECTIONS]
+    if bad or not sections:
+        raise ValueError(f"bench-backends --interleave --only {','.join(sections)!r}: runs in turns are "
+                         f"{', '.join(INTERLEAVE_SECTIONS)}")
+    plan = []
+    for sec in sections:
+        table, baseline, _, _ = INTERLEAVE_SECTIONS[sec]
+        words = configs or (("posix",) if sec == "readrandom" else tuple(table))
+        names = [baseline, *(n for n in table if n != baseline and _config_matches(n, words))]
+        if len(names) < 2:
+            raise ValueError(f"bench-backends --interleave --configs {','.join(words)!r}: name a {sec} "
+                             f"configuration besides {baseline} ({', '.join(table)})")
+        plan.append((sec, names))
     cpus = rawio.parse_cpus(cpus_allowed) if cpus_allowed else None
     b = Bench(Path(root), size_gib=size_gib, quiet=quiet)
     db = b.root / "db-aligned"
     num = b.loaded(db)
     disk = sysinfo.device_for_path(db).disk
-    frames = []
-    for t in threads:
-        def make(session: int, t=t) -> list:
-            # other keys for every process and session: a reader must not find blocks that
-            # another one just pulled into a cache below the guest
-            seed = COMMON["seed"] + 1000 * session
-            group = [readonly_reader(n, db, num, t, seed=seed + 100 * i, fs_uri=READ_CONFIGS[n])
-                     for i, n in enumerate(names)]
-            if control:
-                group.append(readonly_reader(INTERLEAVE_CONTROL, db, num, t, seed=seed + 100 * len(names)))
-            return group
+    frames: list[pd.DataFrame] = []
+    for sec, names in plan:
+        table, baseline, shared, counts = INTERLEAVE_SECTIONS[sec]
+        for t in threads or counts:
+            def make(session: int, *, t=t, sec=sec, names=names, table=table, baseline=baseline,
+                     shared=shared) -> list:
+                # other keys for every process and session: a reader must not find blocks that
+                # another one just pulled into a cache below the guest
+                seed = COMMON["seed"] + 1000 * session
+                who = [*names, baseline + CONTROL_SUFFIX] if control else names
+                return [readonly_reader(n, db, num, t, seed=seed + 100 * i, benchmark=sec,
+                                        fs_uri=table[n.removesuffix(CONTROL_SUFFIX)][0],
+                                        extra={**shared, **table[n.removesuffix(CONTROL_SUFFIX)][1]})
+                        for i, n in enumerate(who)]
 
-        def save(df: pd.DataFrame, t=t) -> None:
-            if out is not None:
-                pd.concat([*frames, df.assign(threads=t)]).to_csv(out, index=False)
+            def save(df: pd.DataFrame, t=t, sec=sec) -> None:
+                if out is not None:
+                    pd.concat([*frames, df.assign(section=sec, threads=t)]).to_csv(out, index=False)
 
-        b.log(f"readrandom t={t}: {', '.join(names)}{' + control' if control else ''}, {sessions} sessions "
-              f"of {rounds} rounds of {slice_s:g} s each")
-        df = interleave.measure(make, sessions=sessions, rounds=rounds, slice_s=slice_s, disk=disk, cpus=cpus,
-                                progress=not quiet, on_session=save)
-        frames.append(df.assign(threads=t, cpus_allowed=cpus_allowed or ""))
-        save(frames[-1].iloc[:0])
+            b.log(f"{sec} t={t}: {', '.join(names)}{' + control' if control else ''}, {sessions} sessions "
+                  f"of {rounds} rounds of {slice_s:g} s each")
+            df = interleave.measure(make, sessions=sessions, rounds=rounds, slice_s=slice_s, disk=disk,
+                                    cpus=cpus, progress=not quiet, on_session=save)
+            frames.append(df.assign(section=sec, threads=t, cpus_allowed=cpus_allowed or ""))
+            save(frames[-1].iloc[:0])
     return pd.concat(frames, ignore_index=True)
 
 
 def summarize_interleaved(df: pd.DataFrame, target: float = 0.03) -> str:
-    """Per thread count, each configuration against default, and the issue's target: posix
-    within `target` of default on CPU per op (here per device read, the same ratio)."""
+    """Per section and thread count, each configuration against the baseline, and the issue's
+    targets: readrandom posix within `target` of default on CPU per op; multireadrandom io_uring
+    and libaio at least 1.5x posix and at least default (io_uring on) in QPS. Per device read
+    and reads per second: for one DB and one workload, the same ratios as per op and QPS."""
     from . import interleave
 
-    out = ["readrandom in turns (read-only db_bench processes on one DB; ratios are per session, "
+    out = ["in turns (read-only db_bench processes on one DB; ratios are per session, "
            "median [95% bootstrap interval of the median]):"]
-    for t, g in df.groupby("threads"):
-        out.append(interleave.summarize(g, "default", f" t={t}"))
-        for name in g["contender"].unique():
-            if name.startswith("posix"):
-                r = interleave.session_ratios(g, "default", name)["cpu"]
-                lo, hi = median_interval(r)
-                verdict = "MET" if abs(r.median() - 1) <= target else "MISSED"
+    for (sec, t), g in df.groupby(["section", "threads"], sort=False):
+        _, baseline, _, _ = INTERLEAVE_SECTIONS[sec]
+        out.append(interleave.summarize(g, baseline, f" {sec} t={t}"))
+        names = list(g["contender"].unique())
+
+        def ratio(a: str, b: str, col: str, g=g) -> tuple[float, float, float]:
+            r = interleave.session_ratios(g, a, b)[col]
+            return (r.median(), *median_interval(r))
+
+        for name in names:
+            if sec == "readrandom" and name.startswith("posix"):
+                m, lo, hi = ratio(baseline, name, "cpu")
+                verdict = "MET" if abs(m - 1) <= target else "MISSED"
                 inside = "inside" if 1 - target <= lo and hi <= 1 + target else "not inside"
                 out.append(f"   target {name} within {target:.0%} of default on CPU per op: "
-                           f"{r.median() - 1:+.1%} {verdict} (interval {inside} ±{target:.0%})")
+                           f"{m - 1:+.1%} {verdict} (interval {inside} ±{target:.0%})")
+            if sec == "multireadrandom" and name in ("io_uring", "libaio"):
+                if "posix" in names:
+                    m, lo, hi = ratio("posix", name, "rate")
+                    out.append(f"   target {name} at least 1.5x posix QPS: {m:.2f}x "
+                               f"{'MET' if m >= 1.5 else 'MISSED'} [{lo:.2f}..{hi:.2f}]")
+                m, lo, hi = ratio(baseline, name, "rate")
+                out.append(f"   target {name} at least {baseline} QPS: {m:.3f} "
+                           f"{'MET' if m >= 1.0 else 'MISSED'} [{lo:.3f}..{hi:.3f}]")
     return "\n".join(out)
 
 

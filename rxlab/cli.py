@@ -122,15 +122,19 @@ def _bench_backends(a):
         raise ValueError(f"bench-backends --repeats {a.repeats} --duration {a.duration}: "
                          "need repeats >= 1 and duration > 0")
     if a.interleave:
-        from .backends_bench import interleaved, summarize_interleaved
+        from .backends_bench import INTERLEAVE_SECTIONS, interleaved, summarize_interleaved
 
-        if set(sections) != {"readrandom"} and sections != SECTIONS:
-            raise ValueError(f"bench-backends --interleave --only {a.only!r}: only readrandom runs in turns")
+        turns = tuple(INTERLEAVE_SECTIONS) if sections == SECTIONS else sections
+        if any(sec not in INTERLEAVE_SECTIONS for sec in turns):
+            raise ValueError(f"bench-backends --interleave --only {a.only!r}: runs in turns are "
+                             f"{', '.join(INTERLEAVE_SECTIONS)}")
         cpus = _interleave_args(a, root)
-        out = root / f"backends-interleaved{f'-cpus{cpus}' if cpus else ''}.csv"
-        df = interleaved(root, configs=configs, sessions=a.sessions, rounds=a.rounds, slice_s=a.slice,
-                         cpus_allowed=cpus, control=not a.no_control, size_gib=a.size_gib, quiet=a.quiet,
-                         out=out)
+        part = "-".join(filter(None, ["-".join(turns) if turns != tuple(INTERLEAVE_SECTIONS) else "",
+                                      f"cpus{cpus}" if cpus else ""]))
+        out = root / f"backends-interleaved{f'-{part}' if part else ''}.csv"
+        df = interleaved(root, sections=turns, configs=configs, sessions=a.sessions, rounds=a.rounds,
+                         slice_s=a.slice, cpus_allowed=cpus, control=not a.no_control, size_gib=a.size_gib,
+                         quiet=a.quiet, out=out)
         df.to_csv(out, index=False)
         print(summarize_interleaved(df))
         print(f"\nper-slice rows: {out}")
@@ -329,15 +333,29 @@ def _bench_driver(a):
             print(f"readrandom t={t}:\n{summarize_profile(prof)}\n")
         return
     if a.interleave:
-        from .driver_bench import interleaved, summarize_interleaved
+        import pandas as pd
 
+        from .driver_bench import interleaved, interleaved_fio, summarize_interleaved
+
+        parts = tuple(a.only.split(",")) if a.only else PARTS
+        if any(p not in PARTS for p in parts):
+            raise ValueError(f"bench-driver --only {a.only!r}: parts are {', '.join(PARTS)}")
         cpus = _interleave_args(a, root)
-        suffix = "".join(f"-{s}" for s in (f"cpus{cpus}" if cpus else "",
+        suffix = "".join(f"-{s}" for s in ("-".join(parts) if set(parts) != set(PARTS) else "",
+                                           f"cpus{cpus}" if cpus else "",
                                            re.sub(r"[^A-Za-z0-9_.=-]+", "_", (a.fs_uri or "").removeprefix(
                                                "rxlab://"))) if s)
         out = root / f"driver-interleaved{suffix}.csv"
-        df = interleaved(root, sessions=a.sessions, rounds=a.rounds, slice_s=a.slice, fs_uri=a.fs_uri,
-                         cpus_allowed=cpus, control=not a.no_control, quiet=a.quiet, out=out)
+        out.unlink(missing_ok=True)
+        kw = {"sessions": a.sessions, "rounds": a.rounds, "slice_s": a.slice, "cpus_allowed": cpus,
+              "control": not a.no_control, "quiet": a.quiet, "out": out}
+        frames = []
+        if "readrandom" in parts:
+            frames.append(interleaved(root, fs_uri=a.fs_uri, **kw))
+            frames[-1].to_csv(out, index=False)
+        if "fio" in parts:
+            frames.append(interleaved_fio(root, **kw))
+        df = pd.concat(frames, ignore_index=True)
         df.to_csv(out, index=False)
         print(summarize_interleaved(df))
         print(f"\nper-slice rows: {out}")

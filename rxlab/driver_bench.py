@@ -475,26 +475,109 @@ def interleaved(root: Path, *, threads: tuple[int, ...] = (1, 2), sessions: int 
 
         def save(df: pd.DataFrame, t=t) -> None:
             if out is not None:
-                pd.concat([*frames, df.assign(threads=t)]).to_csv(out, index=False)
+                pd.concat([*frames, df.assign(section="readrandom", threads=t)]).to_csv(out, index=False)
 
         b.log(f"readrandom t={t}: db_bench, rxlab{' + control' if control else ''} on "
               f"{fs_uri or 'RocksDB file system'}, {sessions} sessions of {rounds} rounds of {slice_s:g} s")
         df = interleave.measure(make, sessions=sessions, rounds=rounds, slice_s=slice_s, disk=disk, cpus=cpus,
                                 progress=not quiet, on_session=save)
-        frames.append(df.assign(threads=t, fs_uri=fs_uri or "", cpus_allowed=cpus_allowed or ""))
+        frames.append(df.assign(section="readrandom", threads=t, fs_uri=fs_uri or "",
+                                cpus_allowed=cpus_allowed or ""))
         save(frames[-1].iloc[:0])
     return pd.concat(frames, ignore_index=True)
 
 
-def summarize_interleaved(df: pd.DataFrame) -> str:
-    """Per thread count, rxlab (and the control) against db_bench, and the issue's targets:
-    rxlab's QPS at least db_bench's, its CPU per op no higher (per device read: the same ratios)."""
+_RXLAB_FIO = """
+import json, sys
+from rxlab import rawio
+a = json.loads(sys.argv[1])
+rawio.run(a["file"], bs=a["bs"], size=a["size"], ioengine=a["engine"], iodepth=a["iodepth"], runtime=10**6,
+          ramp_time=0, seed=a["seed"])
+"""
+FIO_CASES = (("sync", 1), ("libaio", 32), ("io_uring", 32))
+FIO_CONTROL = "fio again"
+
+
+def fio_contenders(file: Path, engine: str, iodepth: int, seed: int, *, control: bool = True,
+                   bs: str = "8k", size: str = "2g") -> list:
+    """Real fio and rxlab fio, random O_DIRECT reads of `file` until killed, as interleave
+    Contenders (fio with --thread: its job must be a thread of the process that is stopped and
+    measured, not a child of it)."""
+    import json
+
+    from .interleave import Contender
+
+    def real(name: str, s: int):
+        cmd = refs.fio_command(file, bs=bs, size=size, ioengine=engine, iodepth=iodepth, runtime=10**6,
+                               ramp_time=0, extra={"thread": 1, "randseed": s})
+        return Contender(name, cmd)
+
+    args = {"file": str(file), "bs": bs, "size": size, "engine": engine, "iodepth": iodepth,
+            "seed": seed + 100}
+    group = [real("fio", seed), Contender("rxlab fio", [sys.executable, "-c", _RXLAB_FIO, json.dumps(args)])]
+    return [*group, real(FIO_CONTROL, seed + 200)] if control else group
+
+
+def interleaved_fio(root: Path, *, cases: tuple[tuple[str, int], ...] = FIO_CASES, sessions: int = 6,
+                    rounds: int = 8, slice_s: float = 1.0, cpus_allowed: str | None = "1",
+                    control: bool = True, quiet: bool = False, out: Path | None = None,
+                    size: str = "2g") -> pd.DataFrame:
+    """rxlab fio against real fio in turns (rxlab.interleave) on the benchmark's fio file, per
+    engine and queue depth: IOPS and CPU per IO, per session. The rows are saved to `out` after
+    every session, beside any readrandom rows already there."""
+    from . import interleave, sysinfo
+
+    for eng, qd in cases:
+        rawio.engine_uri(eng, "")  # a bad engine: one line, before any run
+        if not 1 <= qd <= 4096:
+            raise ValueError(f"iodepth={qd}: must be 1..4096")
+    cpus = rawio.parse_cpus(cpus_allowed) if cpus_allowed else None
+    file = Path(root) / "fio-2g.dat"
+    Path(root).mkdir(parents=True, exist_ok=True)
+    refs.layout_file(file, size)
+    disk = sysinfo.device_for_path(file).disk
+    earlier = pd.read_csv(out) if out is not None and out.is_file() else pd.DataFrame()
+    frames: list[pd.DataFrame] = []
+    for eng, qd in cases:
+        section = f"fio {eng} qd{qd}"
+
+        def make(session: int, eng=eng, qd=qd) -> list:
+            return fio_contenders(file, eng, qd, COMMON["seed"] + 1000 * session, control=control, size=size)
+
+        def save(df: pd.DataFrame, section=section) -> None:
+            if out is not None:
+                pd.concat([earlier, *frames, df.assign(section=section, threads=1)]).to_csv(out, index=False)
+
+        if not quiet:
+            print(f"{section}: fio, rxlab fio{' + control' if control else ''}, {sessions} sessions of "
+                  f"{rounds} rounds of {slice_s:g} s", file=sys.stderr, flush=True)
+        df = interleave.measure(make, sessions=sessions, rounds=rounds, slice_s=slice_s, disk=disk, cpus=cpus,
+                                progress=not quiet, on_session=save)
+        frames.append(df.assign(section=section, threads=1, cpus_allowed=cpus_allowed or ""))
+        save(frames[-1].iloc[:0])
+    return pd.concat(frames, ignore_index=True)
+
+
+def summarize_interleaved(df: pd.DataFrame, fio_target: float = 0.05) -> str:
+    """Per section and thread count, rxlab (and the control) against the reference, and the
+    issue's targets: rxlab's QPS at least db_bench's and its CPU per op no higher (per device
+    read: the same ratios); rxlab fio's IOPS within `fio_target` of fio's."""
     from . import interleave
 
-    out = ["readrandom in turns (both tools' processes on one read-only DB; ratios are per session, "
+    out = ["in turns (each tool's processes on one read-only DB or one file; ratios are per session, "
            "median [95% bootstrap interval of the median]):"]
-    for t, g in df.groupby("threads"):
-        out.append(interleave.summarize(g, "db_bench", f" t={t}"))
+    if "section" not in df:
+        df = df.assign(section="readrandom")
+    for (sec, t), g in df.groupby(["section", "threads"], sort=False):
+        if sec.startswith("fio"):
+            out.append(interleave.summarize(g, "fio", f" {sec}"))
+            r = interleave.session_ratios(g, "fio", "rxlab fio")["rate"]
+            lo, hi = median_interval(r)
+            ok = abs(r.median() - 1) <= fio_target
+            out.append(f"   target rxlab fio IOPS within {fio_target:.0%} of fio: {r.median() - 1:+.1%} "
+                       f"{'MET' if ok else 'MISSED'} [{lo:.3f}..{hi:.3f}]")
+            continue
+        out.append(interleave.summarize(g, "db_bench", f" {sec} t={t}"))
         r = interleave.session_ratios(g, "db_bench", "rxlab")
         for col, what, ok in (("rate", "QPS at least db_bench's", r["rate"].median() >= 1.0),
                               ("cpu", "CPU per op no higher", r["cpu"].median() <= 1.0)):

@@ -163,17 +163,49 @@ def test_both_benchmarks_run_in_turns_on_a_small_db(tmp_path):
 
     small_bench_db(tmp_path, num=150_000)
     out = tmp_path / "rows.csv"
-    df = bb.interleaved(tmp_path, threads=(1,), configs=("posix",), sessions=1, rounds=2, slice_s=0.3,
-                        cpus_allowed=None, quiet=True, out=out)
-    assert set(df["contender"]) == {"default", "posix", "posix page-aligned", bb.INTERLEAVE_CONTROL}
+    df = bb.interleaved(tmp_path, sections=("readrandom", "multireadrandom"), threads=(1,),
+                        configs=("posix", "io_uring"), sessions=1, rounds=2, slice_s=0.3, cpus_allowed=None,
+                        quiet=True, out=out)
+    got = df.groupby("section")["contender"].unique().map(set).to_dict()
+    assert got == {"readrandom": {"default", "posix", "posix page-aligned", "io_uring", "default again"},
+                   "multireadrandom": {"default (io_uring on)", "posix", "io_uring",
+                                       "default (io_uring on) again"}}, got
     assert (df["reads"] > 50).all() and df["cpu_per_read_us"].between(1, 5000).all(), df
-    assert len(pd.read_csv(out)) == len(df) == 4 * 2
+    assert len(pd.read_csv(out)) == len(df) == (5 + 4) * 2
+    # a MultiRead batch of 16 in flight at once reads faster than posix's one pread after another
+    mr = df[df["section"] == "multireadrandom"].groupby("contender")["reads_per_s"].median()
+    assert mr["io_uring"] > 1.2 * mr["posix"], mr
     text = bb.summarize_interleaved(df)
     assert "target posix within 3% of default on CPU per op" in text
     assert "target posix page-aligned within 3%" in text
+    assert "target io_uring at least 1.5x posix QPS" in text
+    assert "target io_uring at least default (io_uring on) QPS" in text
     df = driver_bench.interleaved(tmp_path, threads=(1,), sessions=1, rounds=2, slice_s=0.3,
                                   fs_uri="rxlab://posix?buffer_align=4096", cpus_allowed=None, quiet=True)
     assert sorted(set(df["contender"])) == ["db_bench", driver_bench.INTERLEAVE_CONTROL, "rxlab"]
     assert (df["reads"] > 50).all(), df
     text = driver_bench.summarize_interleaved(df)
     assert "target rxlab QPS at least db_bench's" in text and "target rxlab CPU per op no higher" in text
+
+
+def test_rxlab_fio_and_fio_run_in_turns(tmp_path):
+    """bench-driver --interleave's fio part: real fio (--thread, so the job is stopped with the
+    process) and rxlab fio on one file, both reading it in their own turns."""
+    import shutil
+
+    from rxlab import driver_bench
+
+    if not shutil.which("fio"):
+        pytest.skip("fio is not installed")
+    with pytest.raises(ValueError, match=r"ioengine='posixaio'"):
+        driver_bench.interleaved_fio(tmp_path, cases=(("posixaio", 1),))
+    out = tmp_path / "rows.csv"
+    df = driver_bench.interleaved_fio(tmp_path, cases=(("sync", 1), ("io_uring", 8)), sessions=1, rounds=2,
+                                      slice_s=0.3, cpus_allowed=None, quiet=True, out=out, size="64m")
+    assert set(df["contender"]) == {"fio", "rxlab fio", driver_bench.FIO_CONTROL}
+    assert set(df["section"]) == {"fio sync qd1", "fio io_uring qd8"}
+    assert (df["reads"] > 100).all() and len(pd.read_csv(out)) == len(df) == 2 * 3 * 2, df
+    # each slice's reads are 8 KiB reads of the one process that ran
+    assert ((df["dev_read_bytes"] / df["reads"]).between(8000, 8400)).all(), df
+    text = driver_bench.summarize_interleaved(df)
+    assert "target rxlab fio IOPS within 5% of fio" in text and "fio io_uring qd8" in text
