@@ -578,7 +578,7 @@ def interleaved(root: Path, *, sections: tuple[str, ...] = ("readrandom",),
             b.log(f"{sec} t={t}: {', '.join(names)}{' + control' if control else ''}, {sessions} sessions "
                   f"of {rounds} rounds of {slice_s:g} s each")
             df = interleave.measure(make, sessions=sessions, rounds=rounds, slice_s=slice_s, disk=disk,
-                                    cpus=cpus, progress=not quiet, on_session=save)
+                                    cpus=cpus, progress=not quiet, on_session=save, placement=True)
             frames.append(df.assign(section=sec, threads=t, cpus_allowed=cpus_allowed or ""))
             save(frames[-1].iloc[:0])
     return pd.concat(frames, ignore_index=True)

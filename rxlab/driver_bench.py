@@ -480,7 +480,7 @@ def interleaved(root: Path, *, threads: tuple[int, ...] = (1, 2), sessions: int 
         b.log(f"readrandom t={t}: db_bench, rxlab{' + control' if control else ''} on "
               f"{fs_uri or 'RocksDB file system'}, {sessions} sessions of {rounds} rounds of {slice_s:g} s")
         df = interleave.measure(make, sessions=sessions, rounds=rounds, slice_s=slice_s, disk=disk, cpus=cpus,
-                                progress=not quiet, on_session=save)
+                                progress=not quiet, on_session=save, placement=True)
         frames.append(df.assign(section="readrandom", threads=t, fs_uri=fs_uri or "",
                                 cpus_allowed=cpus_allowed or ""))
         save(frames[-1].iloc[:0])
@@ -552,7 +552,7 @@ def interleaved_fio(root: Path, *, cases: tuple[tuple[str, int], ...] = FIO_CASE
             print(f"{section}: fio, rxlab fio{' + control' if control else ''}, {sessions} sessions of "
                   f"{rounds} rounds of {slice_s:g} s", file=sys.stderr, flush=True)
         df = interleave.measure(make, sessions=sessions, rounds=rounds, slice_s=slice_s, disk=disk, cpus=cpus,
-                                progress=not quiet, on_session=save)
+                                progress=not quiet, on_session=save, placement=True)
         frames.append(df.assign(section=section, threads=1, cpus_allowed=cpus_allowed or ""))
         save(frames[-1].iloc[:0])
     return pd.concat(frames, ignore_index=True)

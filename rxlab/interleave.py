@@ -22,11 +22,13 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +59,53 @@ def process_sched(pid: int) -> tuple[float, int]:
         except (OSError, ValueError, IndexError):
             continue  # a thread that ended between the listing and the read
     return ns / 1e9, switches
+
+
+O_DIRECT = 0o40000  # x86's value, as /proc/PID/fdinfo prints the flags (octal)
+
+
+def _direct_fds(pid: int) -> set[int]:
+    out = set()
+    for fd in Path(f"/proc/{pid}/fdinfo").iterdir():
+        try:
+            flags = re.search(r"^flags:\s+([0-7]+)", fd.read_text(), re.M)
+        except OSError:
+            continue
+        if flags and int(flags.group(1), 8) & O_DIRECT:
+            out.add(int(fd.name))
+    return out
+
+
+def read_buffer_offsets(pid: int, seconds: float = 0.3, size: int = 8192) -> Counter | None:
+    """Page offset -> count of the buffers of `size`-byte reads (pread64, read) on O_DIRECT
+    descriptors of a running process, from strace attached for `seconds` (None without strace).
+    Where an 8 KiB buffer falls in its pages is up to the process's heap when the alignment
+    asked of it is the device's 512 bytes; off a page boundary it spans three pages, not two."""
+    if not shutil.which("strace"):
+        return None
+    direct = _direct_fds(pid)
+    with tempfile.NamedTemporaryFile(prefix="rxlab-offsets-", suffix=".txt") as trace:
+        st = subprocess.Popen(["strace", "-f", "-p", str(pid), "-o", trace.name, "-e", "trace=pread64,read",
+                               "-e", "raw=pread64,read"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(seconds)
+        st.send_signal(signal.SIGINT)  # strace detaches and leaves the process running
+        st.wait(timeout=30)
+        out: Counter = Counter()
+        pat = re.compile(rf"(?:pread64|read)\(0x([0-9a-f]+), 0x([0-9a-f]+), {size:#x}[,)]")
+        for line in Path(trace.name).read_text().splitlines():
+            m = pat.search(line)
+            if m and int(m.group(1), 16) in direct:
+                out[int(m.group(2), 16) % 4096] += 1
+        return out
+
+
+def offsets_text(c: Counter | None) -> str:
+    """'0 (100%)' or '1024 (97%), 0 (3%)'; '' when unknown."""
+    if not c:
+        return ""
+    n = sum(c.values())
+    return ", ".join(f"{off} ({100 * k / n:.0f}%)" for off, k in c.most_common(3) if k >= 0.01 * n)
 
 
 def _read_syscalls(pid: int) -> int:
@@ -154,7 +203,7 @@ class _Children:
 
 def measure(contenders: Callable[[int], Sequence[Contender]] | Sequence[Contender], *, sessions: int = 6,
             rounds: int = 8, slice_s: float = 1.0, warmup_s: float = 4.0, disk: str | None = None,
-            cpus: set[int] | None = None, progress: bool = True,
+            cpus: set[int] | None = None, progress: bool = True, placement: bool = False,
             on_session: Callable[[pd.DataFrame], None] | None = None) -> pd.DataFrame:
     """One row per slice: session, contender, pid, round, position in the round, wall_s, cpu_s,
     sleeps, read_syscalls, dev_reads, dev_read_bytes, and per read: cpu_per_read_us, reads_per_s,
@@ -168,7 +217,9 @@ def measure(contenders: Callable[[int], Sequence[Contender]] | Sequence[Contende
     over 16 rounds (the cause is not measured; each process's memory layout, such as where its
     read buffers fall in their pages, is a candidate). So the session, not the slice, is the unit
     that repeats. `on_session` gets the rows so far after every session (to save them); an
-    interrupted measurement (Ctrl-C) returns the complete sessions it has."""
+    interrupted measurement (Ctrl-C) returns the complete sessions it has. `placement`: each
+    process's 8 KiB O_DIRECT read buffers' page offsets (`read_buffer_offsets`, during the
+    warm-up) go into `buffer_offsets`."""
     from tqdm import tqdm
 
     make = contenders if callable(contenders) else (lambda _s: contenders)
@@ -187,7 +238,8 @@ def measure(contenders: Callable[[int], Sequence[Contender]] | Sequence[Contende
             group = first if session == 0 else list(make(session))
             k = session % len(group)  # who starts first moves too
             session_rows = _session(group[k:] + group[:k], names, session=session, rounds=rounds,
-                                    slice_s=slice_s, warmup_s=warmup_s, disk=disk, cpus=cpus, bar=bar)
+                                    slice_s=slice_s, warmup_s=warmup_s, disk=disk, cpus=cpus, bar=bar,
+                                    placement=placement)
             rows.extend(session_rows)
             if on_session is not None:
                 on_session(_derive(pd.DataFrame(rows)))
@@ -198,11 +250,13 @@ def measure(contenders: Callable[[int], Sequence[Contender]] | Sequence[Contende
     return _derive(pd.DataFrame(rows))
 
 
-def _session(group, names, *, session, rounds, slice_s, warmup_s, disk, cpus, bar) -> list[dict]:
+def _session(group, names, *, session, rounds, slice_s, warmup_s, disk, cpus, bar, placement) -> list[dict]:
     rows: list[dict] = []
     kids = _Children(group, cpus)
     try:
         kids.wait_reading()
+        # during the warm-up, while all run: strace slows the one it watches
+        where = {n: offsets_text(read_buffer_offsets(kids.procs[n].pid)) for n in names} if placement else {}
         time.sleep(warmup_s)
         kids.check_alive()
         for n in names:
@@ -223,6 +277,8 @@ def _session(group, names, *, session, rounds, slice_s, warmup_s, disk, cpus, ba
                 r1 = _read_syscalls(pid)
                 row = {"session": session, "contender": name, "pid": pid, "round": rnd, "position": pos,
                        "wall_s": t1 - t0, "cpu_s": c1 - c0, "sleeps": s1 - s0, "read_syscalls": r1 - r0}
+                if placement:
+                    row["buffer_offsets"] = where[name]
                 if d0 is not None:
                     row["dev_reads"] = d1["reads"] - d0["reads"]
                     row["dev_read_bytes"] = 512 * (d1["read_sectors"] - d0["read_sectors"])
@@ -273,6 +329,11 @@ def summarize(df: pd.DataFrame, baseline: str, title: str = "") -> str:
                    f"({g['cpu_per_read_us'].min():.1f}..{g['cpu_per_read_us'].max():.1f}), "
                    f"{g['reads_per_s'].median():8.0f} reads/s, {p.sleeps / p.reads:.2f} sleeps per read, "
                    f"{len(g)} slices")
+    if "buffer_offsets" in df and df["buffer_offsets"].fillna("").astype(str).str.len().gt(0).any():
+        for name, g in df.groupby("contender", sort=False):
+            by_session = g.groupby("session")["buffer_offsets"].first().fillna("").astype(str)
+            out.append(f"  {name:30} 8 KiB read buffers' page offsets by session: "
+                       f"{'; '.join(v.split(' (')[0] if v else '?' for v in by_session)}")
     for name in df["contender"].unique():
         if name == baseline:
             continue

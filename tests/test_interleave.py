@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import sys
 
 import pandas as pd
@@ -184,6 +185,10 @@ def test_both_benchmarks_run_in_turns_on_a_small_db(tmp_path):
                                   fs_uri="rxlab://posix?buffer_align=4096", cpus_allowed=None, quiet=True)
     assert sorted(set(df["contender"])) == ["db_bench", driver_bench.INTERLEAVE_CONTROL, "rxlab"]
     assert (df["reads"] > 50).all(), df
+    if shutil.which("strace"):
+        # strace attached during the warm-up: buffer_align=4096 puts every buffer on a page
+        assert set(df["buffer_offsets"]) == {"0 (100%)"}, df["buffer_offsets"]
+        assert "read buffers' page offsets by session: 0" in driver_bench.summarize_interleaved(df)
     text = driver_bench.summarize_interleaved(df)
     assert "target rxlab QPS at least db_bench's" in text and "target rxlab CPU per op no higher" in text
 
@@ -191,8 +196,6 @@ def test_both_benchmarks_run_in_turns_on_a_small_db(tmp_path):
 def test_rxlab_fio_and_fio_run_in_turns(tmp_path):
     """bench-driver --interleave's fio part: real fio (--thread, so the job is stopped with the
     process) and rxlab fio on one file, both reading it in their own turns."""
-    import shutil
-
     from rxlab import driver_bench
 
     if not shutil.which("fio"):
