@@ -104,6 +104,9 @@ def _add_interleave_args(p, what: str) -> None:
     p.add_argument("--slice", type=float, default=1.0, help="with --interleave: seconds per turn")
     p.add_argument("--no-control", action="store_true",
                    help="with --interleave: leave out the baseline's second process (the A/A control)")
+    p.add_argument("--pool", nargs="+", metavar="CSV",
+                   help="with --interleave: run nothing, summarize the slices saved by earlier runs (their "
+                   "per-slice CSVs) as one measurement")
 
 
 def _bench_backends(a):
@@ -123,6 +126,7 @@ def _bench_backends(a):
                          "need repeats >= 1 and duration > 0")
     if a.interleave:
         from .backends_bench import INTERLEAVE_SECTIONS, interleaved, summarize_interleaved
+        from .interleave import pooled, stamped
 
         turns = tuple(INTERLEAVE_SECTIONS) if sections == SECTIONS else sections
         if any(sec not in INTERLEAVE_SECTIONS for sec in turns):
@@ -131,7 +135,10 @@ def _bench_backends(a):
         cpus = _interleave_args(a, root)
         part = "-".join(filter(None, ["-".join(turns) if turns != tuple(INTERLEAVE_SECTIONS) else "",
                                       f"cpus{cpus}" if cpus else ""]))
-        out = root / f"backends-interleaved{f'-{part}' if part else ''}.csv"
+        if a.pool:
+            print(summarize_interleaved(pooled(a.pool)))
+            return
+        out = stamped(root / f"backends-interleaved{f'-{part}' if part else ''}.csv")
         df = interleaved(root, sections=turns, configs=configs, sessions=a.sessions, rounds=a.rounds,
                          slice_s=a.slice, cpus_allowed=cpus, control=not a.no_control, size_gib=a.size_gib,
                          quiet=a.quiet, out=out)
@@ -336,6 +343,7 @@ def _bench_driver(a):
         import pandas as pd
 
         from .driver_bench import interleaved, interleaved_fio, summarize_interleaved
+        from .interleave import pooled, stamped
 
         parts = tuple(a.only.split(",")) if a.only else PARTS
         if any(p not in PARTS for p in parts):
@@ -345,8 +353,10 @@ def _bench_driver(a):
                                            f"cpus{cpus}" if cpus else "",
                                            re.sub(r"[^A-Za-z0-9_.=-]+", "_", (a.fs_uri or "").removeprefix(
                                                "rxlab://"))) if s)
-        out = root / f"driver-interleaved{suffix}.csv"
-        out.unlink(missing_ok=True)
+        if a.pool:
+            print(summarize_interleaved(pooled(a.pool)))
+            return
+        out = stamped(root / f"driver-interleaved{suffix}.csv")
         kw = {"sessions": a.sessions, "rounds": a.rounds, "slice_s": a.slice, "cpus_allowed": cpus,
               "control": not a.no_control, "quiet": a.quiet, "out": out}
         frames = []

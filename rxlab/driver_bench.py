@@ -566,8 +566,8 @@ def summarize_interleaved(df: pd.DataFrame, fio_target: float = 0.05) -> str:
 
     out = ["in turns (each tool's processes on one read-only DB or one file; ratios are per session, "
            "median [95% bootstrap interval of the median]):"]
-    if "section" not in df:
-        df = df.assign(section="readrandom")
+    # rows saved before fio ran in turns have no section: they are readrandom's
+    df = df.assign(section=df["section"].fillna("readrandom") if "section" in df else "readrandom")
     for (sec, t), g in df.groupby(["section", "threads"], sort=False):
         if sec.startswith("fio"):
             out.append(interleave.summarize(g, "fio", f" {sec}"))

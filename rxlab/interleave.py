@@ -344,3 +344,28 @@ def summarize(df: pd.DataFrame, baseline: str, title: str = "") -> str:
                    f"all pooled {(pb.reads / pb.wall_s) / (pa.reads / pa.wall_s):.3f}; "
                    f"n={len(r)} sessions")
     return "\n".join(out)
+
+
+def pooled(paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
+    """The rows of several saved measurements (CSV) as one: each file's sessions get their own
+    numbers (file index x 1000 + session) and a `source` column, so sessions measured at other
+    times add to the same ratios. A file that is missing or has no slices is one clear line."""
+    frames = []
+    for i, path in enumerate(paths):
+        try:
+            df = pd.read_csv(path)
+        except (OSError, pd.errors.EmptyDataError) as e:
+            raise ValueError(f"{path}: cannot read saved slices ({e.__class__.__name__})") from None
+        need = {"session", "contender", "cpu_s", "reads", "wall_s"}
+        if not need <= set(df.columns):
+            raise ValueError(f"{path}: not the slices of a measurement in turns "
+                             f"(needs {', '.join(sorted(need))})")
+        frames.append(df.assign(session=df["session"] + 1000 * i, source=str(path)))
+    if not frames:
+        raise ValueError("no saved slices given")
+    return pd.concat(frames, ignore_index=True)
+
+
+def stamped(path: Path) -> Path:
+    """`path` with the UTC time before its suffix: every measurement keeps its own file."""
+    return path.with_name(f"{path.stem}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}{path.suffix}")

@@ -38,6 +38,8 @@ BAD_BENCH_INPUT = [
     ("bench-driver", ["--only", "readrandom", "--cpus_allowed", "x"], "expected CPU numbers"),
     ("bench-driver", ["--window", "--fs_uri", "posix"], "must be an rxlab:// URI"),
     ("bench-driver", ["--interleave", "--rounds", "0"], "--rounds 0"),
+    ("bench-driver", ["--interleave", "--pool", "/nonexistent/rows.csv"], "cannot read saved slices"),
+    ("bench-driver", ["--interleave", "--only", "nope"], "parts are readrandom, fio"),
     ("bench-driver", ["--interleave", "--fs_uri", "rxlab://nosuch"], "nosuch"),
     ("bench-backends", ["--interleave", "--sessions", "0"], "--sessions 0"),
     ("bench-backends", ["--interleave", "--slice", "0"], "--slice 0"),

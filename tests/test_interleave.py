@@ -212,3 +212,23 @@ def test_rxlab_fio_and_fio_run_in_turns(tmp_path):
     assert ((df["dev_read_bytes"] / df["reads"]).between(8000, 8400)).all(), df
     text = driver_bench.summarize_interleaved(df)
     assert "target rxlab fio IOPS within 5% of fio" in text and "fio io_uring qd8" in text
+
+
+def test_saved_measurements_pool_into_one(tmp_path):
+    """--pool: slices saved by runs at other times add up as sessions of one measurement."""
+    rows = [{"session": s, "contender": c, "round": 0, "cpu_s": 1.0, "reads": 100 if c == "a" else 80,
+             "wall_s": 1.0} for s in range(2) for c in ("a", "b")]
+    one, two = tmp_path / "one.csv", tmp_path / "two.csv"
+    pd.DataFrame(rows).to_csv(one, index=False)
+    pd.DataFrame(rows).to_csv(two, index=False)
+    df = interleave.pooled([one, two])
+    assert sorted(df["session"].unique()) == [0, 1, 1000, 1001] and set(df["source"]) == {str(one), str(two)}
+    r = interleave.session_ratios(df, "a", "b")
+    assert len(r) == 4 and (r["rate"] == 0.8).all() and (r["cpu"] == 1.25).all()
+    with pytest.raises(ValueError, match=r"nope.csv: cannot read saved slices"):
+        interleave.pooled([tmp_path / "nope.csv"])
+    (tmp_path / "other.csv").write_text("x,y\n1,2\n")
+    with pytest.raises(ValueError, match=r"other.csv: not the slices of a measurement in turns"):
+        interleave.pooled([tmp_path / "other.csv"])
+    a, b = interleave.stamped(tmp_path / "rows.csv"), tmp_path / "rows.csv"
+    assert a.parent == b.parent and a.name.startswith("rows-") and a.suffix == ".csv" and a != b
