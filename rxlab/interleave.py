@@ -213,7 +213,7 @@ def measure(contenders: Callable[[int], Sequence[Contender]] | Sequence[Contende
     session can draw other keys), waits until all of them read from storage, lets them run
     `warmup_s` more (filling their caches), then gives them `rounds` turns each. Fresh processes
     every session, because one process of a binary is not another: two db_bench processes,
-    identical but for their seeds, measured in turns, differed by up to 6% in reads per second
+    identical but for their seeds, measured in turns, differed by 6% in reads per second
     over 16 rounds (the cause is not measured; each process's memory layout, such as where its
     read buffers fall in their pages, is a candidate). So the session, not the slice, is the unit
     that repeats. `on_session` gets the rows so far after every session (to save them); an
