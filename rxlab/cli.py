@@ -496,7 +496,8 @@ def main(argv=None) -> int:
     bb.add_argument("--own-cost", action="store_true",
                     help="instead: readrandom with posix and default under perf, CPU per op by code "
                          "(what posix's own code costs beside RocksDB's posix file)")
-    _add_interleave_args(bb, "readrandom through default and each of --configs (default: posix)")
+    _add_interleave_args(bb, "readrandom (default, posix, posix page-aligned, or --configs) and "
+                         "multireadrandom (every MultiRead configuration) through db_bench")
     bb.add_argument("--quiet", action="store_true")
     bb.set_defaults(fn=_bench_backends)
     bp = sub.add_parser("bench-paired", help="in-process back-to-back A/B pairs on the benchmark DB")
