@@ -118,6 +118,10 @@ def offsets_text(c: Counter | None) -> str:
     return ", ".join(f"{off} ({100 * k / n:.0f}%)" for off, k in c.most_common(3) if k >= 0.01 * n)
 
 
+def _read_bytes(pid: int) -> int:
+    return int((sysinfo.proc_pid_io(pid) or {}).get("read_bytes", 0))
+
+
 def _read_syscalls(pid: int) -> int:
     io = sysinfo.proc_pid_io(pid) or {}
     return int(io.get("syscr", 0))
@@ -275,7 +279,7 @@ def _session(group, names, *, session, rounds, slice_s, warmup_s, disk, cpus, ba
             for pos, name in enumerate(_order(names, rnd + session)):
                 pid = kids.procs[name].pid
                 c0, s0 = process_sched(pid)
-                r0 = _read_syscalls(pid)
+                r0, b0 = _read_syscalls(pid), _read_bytes(pid)
                 d0 = sysinfo.diskstats(disk) if disk else None
                 t0 = time.monotonic()
                 kids.cont(name)
@@ -284,7 +288,7 @@ def _session(group, names, *, session, rounds, slice_s, warmup_s, disk, cpus, ba
                 t1 = time.monotonic()
                 d1 = sysinfo.diskstats(disk) if disk else None
                 c1, s1 = process_sched(pid)
-                r1 = _read_syscalls(pid)
+                r1, b1 = _read_syscalls(pid), _read_bytes(pid)
                 row = {"session": session, "contender": name, "pid": pid, "round": rnd, "position": pos,
                        "wall_s": t1 - t0, "cpu_s": c1 - c0, "sleeps": s1 - s0, "read_syscalls": r1 - r0}
                 if placement:
@@ -292,6 +296,11 @@ def _session(group, names, *, session, rounds, slice_s, warmup_s, disk, cpus, ba
                 if d0 is not None:
                     row["dev_reads"] = d1["reads"] - d0["reads"]
                     row["dev_read_bytes"] = 512 * (d1["read_sectors"] - d0["read_sectors"])
+                    # Anything else on the device during the turn (another process's reads, the
+                    # writeback of a job that just ended) makes the turn's device slower for
+                    # reasons that are not the contender's.
+                    row["other_read_bytes"] = max(0, row["dev_read_bytes"] - (b1 - b0))
+                    row["dev_writes"] = d1["writes"] - d0["writes"]
                 rows.append(row)
             bar.update()
     finally:
@@ -311,12 +320,30 @@ def _derive(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def disturbed(df: pd.DataFrame, *, writes: int = 8, other: float = 0.01) -> pd.Series:
+    """Turns during which the device did more than the running contender's reads: over `writes`
+    writes, or reads by others over `other` of the turn's read bytes (rows without these
+    counters count as quiet)."""
+    w = df["dev_writes"] if "dev_writes" in df else pd.Series(0, index=df.index)
+    o = df["other_read_bytes"] if "other_read_bytes" in df else pd.Series(0, index=df.index)
+    total = df["dev_read_bytes"] if "dev_read_bytes" in df else pd.Series(1, index=df.index)
+    return (w.fillna(0) > writes) | (o.fillna(0) > other * total.fillna(0).clip(lower=1))
+
+
+def quiet_sessions(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the sessions in which no turn was disturbed (`disturbed`)."""
+    bad = df.loc[disturbed(df), "session"].unique()
+    return df[~df["session"].isin(bad)]
+
+
 def session_ratios(df: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
     """Per session, b / a of the pooled CPU per read (all CPU over all reads) and of the pooled
     reads per second; the slices of a session alternate, so host drift mostly cancels inside it."""
     g = df.groupby(["session", "contender"])[["cpu_s", "reads", "wall_s"]].sum()
     cpu = (g["cpu_s"] / g["reads"]).unstack("contender")
     rate = (g["reads"] / g["wall_s"]).unstack("contender")
+    if a not in cpu or b not in cpu:  # no session with both (none at all, e.g. none quiet)
+        return pd.DataFrame({"cpu": [], "rate": []}, dtype=float)
     return pd.DataFrame({"cpu": cpu[b] / cpu[a], "rate": rate[b] / rate[a]}).dropna()
 
 
@@ -332,6 +359,11 @@ def summarize(df: pd.DataFrame, baseline: str, title: str = "") -> str:
         return f"{x.median():.3f} [{lo:.3f}..{hi:.3f}]"
 
     out = [title] if title else []
+    busy = disturbed(df)
+    if busy.any():
+        sessions = sorted(df.loc[busy, "session"].unique())
+        out.append(f"  other IO on the device in {int(busy.sum())} of {len(df)} turns (sessions "
+                   f"{', '.join(map(str, sessions))}): compare with `quiet_sessions`")
     pooled = df.groupby("contender")[["cpu_s", "reads", "wall_s", "sleeps"]].sum()
     for name, g in df.groupby("contender", sort=False):
         p = pooled.loc[name]
@@ -353,6 +385,11 @@ def summarize(df: pd.DataFrame, baseline: str, title: str = "") -> str:
                    f"{(pb.cpu_s / pb.reads) / (pa.cpu_s / pa.reads):.3f}; reads/s {iv(r['rate'])}, "
                    f"all pooled {(pb.reads / pb.wall_s) / (pa.reads / pa.wall_s):.3f}; "
                    f"n={len(r)} sessions")
+        if busy.any():
+            q = session_ratios(quiet_sessions(df), baseline, name)
+            if len(q) >= 2:
+                out.append(f"    quiet sessions only: CPU per read {iv(q['cpu'])}; reads/s {iv(q['rate'])}; "
+                           f"n={len(q)}")
     return "\n".join(out)
 
 

@@ -210,6 +210,7 @@ def test_rxlab_fio_and_fio_run_in_turns(tmp_path):
     assert (df["reads"] > 100).all() and len(pd.read_csv(out)) == len(df) == 2 * 3 * 2, df
     # each slice's reads are 8 KiB reads of the one process that ran
     assert ((df["dev_read_bytes"] / df["reads"]).between(8000, 8400)).all(), df
+    assert (df["dev_writes"] >= 0).all() and (df["other_read_bytes"] >= 0).all()
     text = driver_bench.summarize_interleaved(df)
     assert "target rxlab fio IOPS within 5% of fio" in text and "fio io_uring qd8" in text
 
@@ -232,3 +233,32 @@ def test_saved_measurements_pool_into_one(tmp_path):
         interleave.pooled([tmp_path / "other.csv"])
     a, b = interleave.stamped(tmp_path / "rows.csv"), tmp_path / "rows.csv"
     assert a.parent == b.parent and a.name.startswith("rows-") and a.suffix == ".csv" and a != b
+
+
+def test_turns_with_other_io_on_the_device_are_flagged():
+    """A turn in which the device also wrote (a writeback) or read for someone else is disturbed;
+    its whole session drops out of the quiet view, and the summary says so."""
+    rows = []
+    for session in range(3):
+        for c in ("a", "b"):
+            busy = session == 1 and c == "b"
+            rows.append({"session": session, "contender": c, "round": 0, "cpu_s": 1.0, "wall_s": 1.0,
+                         "reads": 100 if c == "a" else (20 if busy else 90), "sleeps": 100,
+                         "cpu_per_read_us": 1e4, "reads_per_s": 100.0,
+                         "dev_read_bytes": 819200, "dev_writes": 5000 if busy else 3,
+                         "other_read_bytes": 0})
+    df = pd.DataFrame(rows)
+    assert interleave.disturbed(df).tolist() == [False, False, False, True, False, False]
+    assert sorted(interleave.quiet_sessions(df)["session"].unique()) == [0, 2]
+    # reads for another process count too, above 1% of the turn's bytes
+    other = df.assign(dev_writes=0, other_read_bytes=[0, 0, 0, 0, 9000, 0])
+    assert interleave.disturbed(other).tolist() == [False, False, False, False, True, False]
+    text = interleave.summarize(df, "a")
+    assert "other IO on the device in 1 of 6 turns (sessions 1)" in text
+    assert "quiet sessions only: CPU per read 1.111" in text
+    # no quiet session at all: no quiet line, no failure
+    all_busy = df.assign(dev_writes=5000)
+    assert interleave.session_ratios(interleave.quiet_sessions(all_busy), "a", "b").empty
+    assert "quiet sessions only" not in interleave.summarize(all_busy, "a")
+    # rows saved before these counters existed count as quiet
+    assert not interleave.disturbed(df.drop(columns=["dev_writes", "other_read_bytes"])).any()
