@@ -251,9 +251,11 @@ def _reader_leaf_ns(data: Path, threads: int) -> tuple[dict[str, int], int]:
     samples = cb.parse_script(cb.perf_script(data))
     per_thread: Counter = Counter()
     for s in samples:
-        per_thread[s.tid] += s.period
-    # The busiest threads that ran RocksDB code: the readers (a process's main thread also
-    # runs RocksDB while it opens the DB, for much less time than a step).
+        if any(f.startswith("rocksdb::") for f in s.frames):
+            per_thread[s.tid] += s.period
+    # The threads that ran the most RocksDB code: the readers. A process's main thread also
+    # runs RocksDB while it opens the DB, and in a short step a Python main thread's other work
+    # (imports, gc) can outweigh a reader's whole step: rank by RocksDB samples only.
     readers = set(sorted(cb.reader_threads(samples), key=lambda t: -per_thread[t])[:threads])
     leaf: Counter = Counter()
     for s in samples:
