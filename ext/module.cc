@@ -393,6 +393,7 @@ PYBIND11_MODULE(_core, m) {
     out["iostats_context"] = r.iostats_context;
     out["perf_events"] = r.perf_events;
     out["ops_series"] = r.ops_series;
+    out["calls_by_cpu"] = r.calls_by_cpu;
     out["notes"] = r.notes;
     return out;
   }, py::arg("db"), py::arg("spec"), "Run one db_bench step in C++ threads (GIL released).");
@@ -426,6 +427,7 @@ PYBIND11_MODULE(_core, m) {
       d["syscalls"] = j.syscalls;
       if (j.cpu >= 0) d["cpu"] = j.cpu;
       else d["cpu"] = py::none();
+      d["ios_by_cpu"] = j.ios_by_cpu;
       jobs.append(d);
     }
     py::dict out;

@@ -21,14 +21,16 @@ def step_names() -> list[str]:
     """db_bench benchmarks the driver runs."""
 
 def run_step(db: DB, spec: dict[str, Any]) -> dict[str, Any]:
-    """Run one db_bench step in C++ threads (GIL released)."""
+    """Run one db_bench step in C++ threads (GIL released); `calls_by_cpu[i]` counts the calls
+    that returned on CPU i."""
 
 def rawio(filename: str, engine: str = "posix", rw: str = "randread", bs: int = 8192, size: int = 0,
           direct: bool = True, iodepth: int = 1, numjobs: int = 1, runtime: float = 10.0,
           seed: int = 1, iodepth_batch_submit: int = 1,
           iodepth_batch_complete_max: int = 1, thinktime: float = 0.0,
           thinktime_spin: float = 0.0, cpus_split: bool = False) -> dict[str, Any]:
-    """rxlab's fio: IO through an rxlab engine, measured like RocksDB."""
+    """rxlab's fio: IO through an rxlab engine, measured like RocksDB; each job's
+    `ios_by_cpu[i]` counts the IOs it completed on CPU i."""
 
 class Iterator:
     def seek(self, key: str | bytes) -> None: ...

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import sysinfo
+from . import placement, sysinfo
 
 # db_bench's benchmarks that the C++ driver runs (checked again there).
 BENCHMARKS = ("fillseq", "fillrandom", "overwrite", "readrandom", "readseq", "readreverse",
@@ -404,6 +404,7 @@ class Session:
         from .refs import Sampler
 
         sampler = Sampler(disk, pid=os.getpid(), interval=0.5).start()
+        irq = placement.IrqWindow(self.spec.db)
         wall0 = time.time()
         try:
             res = _core.run_step(self.db, sspec)
@@ -415,6 +416,7 @@ class Session:
         f1, t1 = self.db.counters(), self.db.statistics()
         io1 = sysinfo.proc_pid_io(os.getpid())
         row = step_row(step, sspec, res, d0, d1, c0, c1, r0, r1, f0, f1, t0, t1, self.spec.backend)
+        row.update(irq.columns(res.get("calls_by_cpu", [])))
         if io0 and io1:  # this process's own storage IO (page-cache hits excluded), unlike diskstats
             for k, col in (("read_bytes", "own_read_bytes"), ("write_bytes", "own_write_bytes"),
                            ("rchar", "own_rchar")):

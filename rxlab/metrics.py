@@ -35,6 +35,11 @@ Derived columns (the seeds' names):
                                                    (us per op the scheduler charged the workers that
                                                     perf's task clock did not count; rxlab rows with
                                                     perf_events=1)
+    awayShare  1 - calls_on_irq_cpu / calls_counted  (share of the workers' calls, fio's IOs, that
+                                                    returned on a CPU other than the one that took
+                                                    the disk's interrupts in that window: reads
+                                                    woken by an inter-processor wake-up; rxlab
+                                                    rows only)
 
 and, against a fio baseline row measured the same way:
 
@@ -65,7 +70,7 @@ RAW_COLUMNS = (
 SEED_COLUMNS = ("qps", "iops", "reqsz", "usPer", "syPer", "cpuPer", "rx.lat", "io.lat", "test")
 # Extra derived columns that the seeds use in prose but not in the main table.
 EXTRA_COLUMNS = ("wmbps", "mbps", "micros_per_op", "rmbps", "own_rmbps", "runqPer", "sleepsPer",
-                 "unclockedPer")
+                 "unclockedPer", "awayShare")
 EFFICIENCY_COLUMNS = ("io.eff", "us.inc", "cpu.inc")
 
 # Latency percentiles every producer reports, and their column names. The
@@ -149,6 +154,10 @@ def seed_columns(rows) -> pd.DataFrame:
     # falls to 3.5-4 us per sleep.
     out["unclockedPer"] = _div((_col(df, "worker_cpu_user_s") + _col(df, "worker_cpu_sys_s")) * 1e6
                                - _col(df, "perf.task_clock_ns") / 1e3, ops)
+    # Where the readers were woken (rxlab.placement): on these VMs a blocking read whose reader
+    # sleeps away from the interrupt's CPU is 18-36 us slower, and that wake-up is in no CPU,
+    # run-queue or disk counter. Counted per call when it returns (sched_getcpu).
+    out["awayShare"] = 1.0 - _div(_col(df, "calls_on_irq_cpu"), _col(df, "calls_counted"))
     return out
 
 

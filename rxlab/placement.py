@@ -32,7 +32,7 @@ import pandas as pd
 
 from . import figures, metrics, rawio, sysinfo
 
-__all__ = ["CONFIGS", "busiest_irq_cpu", "device_irqs", "fig_placement", "findings", "interrupt_counts",
+__all__ = ["CONFIGS", "IrqWindow", "busiest_irq_cpu", "device_irqs", "fig_placement", "findings", "interrupt_counts",
            "measure", "run", "summary"]
 
 # (configuration, numjobs, where): "irq" / "other" pin one job to the
@@ -77,6 +77,34 @@ def busiest_irq_cpu(path: str | os.PathLike) -> int | None:
     irqs = device_irqs(path)
     counts = interrupt_counts(irqs) if irqs else np.zeros(0)
     return int(np.argmax(counts)) if counts.sum() > 0 else None
+
+
+class IrqWindow:
+    """The device's interrupts per CPU over a window (a step, a fio run): which CPU took them,
+    and how many of a reader's blocking calls returned on that CPU.
+
+    `columns(by_cpu)` turns the workers' counts per CPU (calls for RocksDB steps, IOs for fio,
+    counted when the call returned: where the reader was woken) into the stored columns
+    irq_cpu, calls_on_irq_cpu and calls_counted; rxlab.metrics derives awayShare from them.
+    Without a device's interrupts (a tmpfs, no MSI vectors) the columns are None.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.irqs = device_irqs(path)
+        self.before = interrupt_counts(self.irqs) if self.irqs else None
+
+    def columns(self, by_cpu: Sequence[int]) -> dict:
+        counted = int(sum(by_cpu))
+        out = {"irq_cpu": None, "calls_on_irq_cpu": None, "calls_counted": counted}
+        if self.before is None:
+            return out
+        delta = interrupt_counts(self.irqs) - self.before
+        if delta.sum() <= 0:
+            return out
+        cpu = int(np.argmax(delta))
+        out["irq_cpu"] = cpu
+        out["calls_on_irq_cpu"] = int(by_cpu[cpu]) if cpu < len(by_cpu) else 0
+        return out
 
 
 def _irq_cpu(filename, irqs: list[int], runtime: float, size) -> int | None:

@@ -122,7 +122,9 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
     ``cpus_allowed`` (fio's, e.g. "1" or "0,2-3") is the set the jobs may use
     (default: this thread's own affinity).
     """
-    from . import _core
+    import numpy as np
+
+    from . import _core, placement
 
     if rw not in RW:
         raise ValueError(f"rw={rw!r}: allowed are {', '.join(RW)}")
@@ -167,6 +169,7 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
         dev = sysinfo.device_for_path(filename)
         d0 = sysinfo.diskstats(dev.disk) if dev.disk else None
         c0 = sysinfo.proc_stat_cpu()
+        irq = placement.IrqWindow(filename)  # placement imports this module: imported in run()
         res = _core.rawio(**args, runtime=float(runtime))
     d1 = sysinfo.diskstats(dev.disk) if dev.disk else None
     c1 = sysinfo.proc_stat_cpu()
@@ -179,6 +182,7 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
               "cpus_allowed_policy": cpus_allowed_policy,
               "cpus_allowed": ",".join(map(str, sorted(cpus))) if cpus else None}
     rows, merged = [], {}
+    ncpu = max((len(j["ios_by_cpu"]) for j in res["jobs"]), default=0)
     for j, job in enumerate(res["jobs"]):
         buckets = [(lo / 1000.0, c) for lo, c in job["lat_buckets"]]
         for lo, c in buckets:
@@ -187,6 +191,7 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
                      "wall_s": job["seconds"], "cpu_user_s": job["cpu_user_s"],
                      "cpu_sys_s": job["cpu_sys_s"], "worker_run_delay_s": job["run_delay_s"],
                      "syscalls": job["syscalls"], "cpu": job["cpu"],
+                     **irq.columns(job["ios_by_cpu"]),
                      "lat_mean_us": job["lat_sum_ns"] / max(job["lat_count"], 1) / 1000.0,
                      "max_us": job["lat_max_ns"] / 1000.0,
                      **metrics.histogram_percentiles(buckets),
@@ -199,6 +204,8 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
              "worker_run_delay_s": (None if any(j["run_delay_s"] is None for j in jobs)
                                     else sum(j["run_delay_s"] for j in jobs)),
              "syscalls": sum(j["syscalls"] for j in jobs), "lat_mean_us": total_lat,
+             **irq.columns(np.sum([np.pad(j["ios_by_cpu"], (0, ncpu - len(j["ios_by_cpu"])))
+                                   for j in jobs], axis=0) if jobs else []),
              "max_us": max(j["lat_max_ns"] for j in jobs) / 1000.0,
              **metrics.histogram_percentiles(sorted(merged.items())),
              "histograms": {"read" if "read" in rw else "write": sorted(merged.items())}}

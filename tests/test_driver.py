@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from rxlab import driver, metrics, refs, store
+from rxlab import driver, metrics, placement, refs, store
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -626,5 +626,11 @@ def test_cpus_allowed_policy_split_pins_each_reader(open_session):
     assert row["ops"] > 0 and row["found"] == row["ops"]
     assert row["perf.cpu_migrations"] == 0
     assert not any("cpus_allowed_policy" in n for n in row.get("notes", []))
+    # every call is counted on the CPU its reader returned on: one reader per CPU, so both CPUs
+    # have calls, and where the disk's interrupts went, some of them returned on that CPU
+    assert row["calls_counted"] == row["calls"]
+    if placement.device_irqs(s.spec.db):
+        assert row["irq_cpu"] in os.sched_getaffinity(0)
+        assert 0 < row["calls_on_irq_cpu"] < row["calls"]
     with pytest.raises(ValueError, match=r"^cpus_allowed_policy='spread': allowed are shared, split$"):
         make_spec(Path(s.spec.db).parent / "other", cpus_allowed_policy="spread")

@@ -107,6 +107,9 @@ def test_units_on_a_hand_computed_step():
     assert np.isnan(got["unclockedPer"])  # no per-thread perf clock in this row
     clocked = {**row, "worker_cpu_user_s": 0.010, "worker_cpu_sys_s": 0.030, "perf.task_clock_ns": 31e6}
     assert metrics.seed_columns(clocked).iloc[0]["unclockedPer"] == pytest.approx(9.0)  # (40 - 31) ms / 1000
+    assert np.isnan(got["awayShare"])  # no per-CPU counts in this row
+    woken = {**row, "irq_cpu": 1, "calls_on_irq_cpu": 600, "calls_counted": 1000}
+    assert metrics.seed_columns(woken).iloc[0]["awayShare"] == pytest.approx(0.4)
     assert got["qps"] == 500
     assert got["iops"] == 200
     assert got["reqsz"] == 8.0          # 16 sectors x 512 B = 8 KB

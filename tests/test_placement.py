@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rxlab import placement, rawio, store
+from rxlab import metrics, placement, rawio, store
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -56,6 +56,24 @@ def test_cpus_allowed_restricts_the_jobs_and_split_picks_from_it(fio_file):
                        ("4096", r"CPU\(s\) 4096 are not available")):
         with pytest.raises(ValueError, match=f"cpus_allowed='{bad}': {match}"):
             rawio.run(fio_file, size="64m", runtime=0.2, cpus_allowed=bad)
+
+
+@TWO_CPUS
+def test_each_io_is_counted_on_the_cpu_its_job_woke_on(fio_file):
+    """rxlab fio counts every completed IO on the CPU its job was on then: pinned to the
+    interrupt's CPU the share woken away from it is 0, pinned to another CPU it is 1."""
+    irq = placement.busiest_irq_cpu(fio_file)
+    if irq is None or not placement.device_irqs(fio_file):
+        pytest.skip("the file's disk has no interrupts in /proc/interrupts here")
+    other = next(c for c in sorted(os.sched_getaffinity(0)) if c != irq)
+    for cpu, away in ((irq, 0.0), (other, 1.0)):
+        rows = rawio.run(fio_file, size="64m", runtime=0.3, ramp_time=0, cpus_allowed=str(cpu))
+        total = rows[-1]
+        assert total["irq_cpu"] == irq
+        assert total["calls_counted"] == total["ops"] > 100
+        assert metrics.seed_columns(total).iloc[0]["awayShare"] == pytest.approx(away, abs=0.02)
+    win = placement.IrqWindow("/proc/self")  # no block device behind it: nothing to say
+    assert win.columns([3, 4]) == {"irq_cpu": None, "calls_on_irq_cpu": None, "calls_counted": 7}
 
 
 @TWO_CPUS

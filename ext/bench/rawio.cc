@@ -94,6 +94,7 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
     if (sl->io.res < 0 && sl->io.res != -EINTR && sl->io.res != -EAGAIN && error->empty())
       *error = std::string("io error: ") + strerror(static_cast<int>(-sl->io.res));
     hist.Add(now - sl->io.submit_ns);
+    CountCpu(out->ios_by_cpu, 1);
     out->ios++;
     out->bytes += sl->io.res > 0 ? static_cast<uint64_t>(sl->io.res) : 0;
     free_slots.push_back(sl);

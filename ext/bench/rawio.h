@@ -48,6 +48,7 @@ struct RawIoJob {
   std::vector<std::pair<uint64_t, uint64_t>> lat_buckets;  // (lower ns, count)
   uint64_t syscalls = 0;
   int cpu = -1;                          // the CPU it was pinned to (cpus_split), else -1
+  std::vector<int64_t> ios_by_cpu;       // completed IOs by the CPU the job was on when it reaped them
 };
 
 struct RawIoResult {

@@ -164,6 +164,7 @@ struct ThreadOut {
   std::unique_ptr<LatencyHistogram> hist[kNumOps];
   std::map<std::string, uint64_t> perf_context, iostats;
   std::vector<int64_t> events;
+  std::vector<int64_t> calls_by_cpu;  // see StepResult
   std::atomic<int64_t> progress{0};  // read by the 1 Hz sampler
   ThreadOut() {
     for (auto& h : hist) h = std::make_unique<LatencyHistogram>();
@@ -275,6 +276,7 @@ class Runner {
   static void EndCall(ThreadOut& o, int64_t n) {
     o.ops += n;
     o.calls++;
+    CountCpu(o.calls_by_cpu, 1);
     o.progress.store(o.ops, std::memory_order_relaxed);
   }
 
@@ -408,6 +410,7 @@ class Runner {
       Timed(o, kNext, t0);
       o.ops++;
       o.calls++;
+      CountCpu(o.calls_by_cpu, 1);
       if ((o.ops & 1023) == 0) o.progress.store(o.ops, std::memory_order_relaxed);
     }
     o.progress.store(o.ops, std::memory_order_relaxed);
@@ -541,6 +544,8 @@ class Runner {
                                     ? -1
                                     : res->worker_run_delay_s + o->run_delay_s;
       for (int i = 0; i < kNumOps; i++) merged[i].Merge(*o->hist[i]);
+      if (res->calls_by_cpu.size() < o->calls_by_cpu.size()) res->calls_by_cpu.resize(o->calls_by_cpu.size());
+      for (size_t c = 0; c < o->calls_by_cpu.size(); c++) res->calls_by_cpu[c] += o->calls_by_cpu[c];
       for (auto& [k, v] : o->perf_context) res->perf_context[k] += v;
       for (auto& [k, v] : o->iostats) res->iostats_context[k] += v;
       for (size_t i = 0; i < o->events.size(); i++) {

@@ -83,6 +83,9 @@ struct StepResult {
   // main thread, the Python sampler, setup and teardown).
   double worker_user_s = 0, worker_sys_s = 0;
   double worker_run_delay_s = 0;  // the workers' time waiting for a CPU (-1: the kernel does not say)
+  // API calls by the CPU their worker was on when the call returned (index = CPU): where a
+  // blocking read's reader was woken, against the CPU that takes the disk's interrupt.
+  std::vector<int64_t> calls_by_cpu;
   std::vector<OpHistogram> histograms;
   std::map<std::string, uint64_t> perf_context;     // summed over worker threads
   std::map<std::string, uint64_t> iostats_context;

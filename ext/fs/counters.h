@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <ctime>
+#include <vector>
 
 #include "histogram.h"
 
@@ -93,6 +94,18 @@ inline double ThreadRunDelaySeconds() {
   unsigned long long delay = strtoull(p, &end, 10);
   if (end == p) return -1;
   return static_cast<double>(delay) / 1e9;
+}
+
+// Count n events on the CPU the calling thread runs on now (sched_getcpu reads
+// it from rseq: a few ns). Called when a blocking call returns, it says where
+// the thread was woken: on the CPU that took the disk's interrupt, or on
+// another one through an inter-processor wake-up that no CPU, run-queue or
+// disk counter sees (the remote wake-up of rxlab.placement).
+inline void CountCpu(std::vector<int64_t>& by_cpu, int64_t n) {
+  int cpu = sched_getcpu();
+  if (cpu < 0) return;
+  if (static_cast<size_t>(cpu) >= by_cpu.size()) by_cpu.resize(static_cast<size_t>(cpu) + 1);
+  by_cpu[static_cast<size_t>(cpu)] += n;
 }
 
 // fio's cpus_allowed_policy=split for worker `index`: pin the calling
