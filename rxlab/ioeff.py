@@ -63,6 +63,10 @@ SEED_TESTS = model.SEED_TESTS          # readrandom, readrandom2, readrandom3
 BLOCK_BYTES = 8192                     # the seed's block size and fio's bs
 KEY_SIZE = 16                          # db_bench's default key size (the driver's RunSpec default)
 FIO_TOOL = "rxlab-fio"
+# The same fio run with its job pinned away from the CPU that takes the disk's interrupts: every
+# read is then woken by an inter-processor wake-up, whose cost (rxlab.model's remote_us) no CPU,
+# run-queue or disk counter holds. Not a baseline: io.eff's denominator stays FIO_TOOL.
+FIO_AWAY_TOOL = "rxlab-fio-away"
 DB_TOOL = "rocksdb"
 RUN_PREFIX = "ioeff-"
 
@@ -312,7 +316,7 @@ def _run_name(study: str, rep: int, threads: int, delay: int, kind: str) -> str:
 
 
 _NAME_RE = re.compile(r"^ioeff-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-r(?P<rep>\d+)-t(?P<threads>\d+)"
-                      r"-d(?P<delay>\d+)-(?P<kind>fio|ba0|ba1)$")
+                      r"-d(?P<delay>\d+)-(?P<kind>fio|fioaway|ba0|ba1)$")
 
 
 def plan(params: Params) -> pd.DataFrame:
@@ -321,13 +325,18 @@ def plan(params: Params) -> pd.DataFrame:
     For each repetition, delay and thread count: fio first, then the seed's
     sequence for each block_align setting. Each repetition rotates the order
     of the delays, thread counts and block_align settings, so no configuration
-    always runs first (after a cold start) or last.
+    always runs first (after a cold start) or last. Undelayed at the fewest
+    clients, fio also runs once with its job pinned away from the interrupt's
+    CPU (FIO_AWAY_TOOL), right after the baseline.
     """
     rows = []
     for rep in range(params.settings().repeats):
         for d in _rot(params.delay_us, rep):
             for t in _rot(params.threads, rep):
                 rows.append({"rep": rep, "delay_us": d, "threads": t, "tool": FIO_TOOL, "block_align": None})
+                if d == 0 and t == min(params.threads):
+                    rows.append({"rep": rep, "delay_us": d, "threads": t, "tool": FIO_AWAY_TOOL,
+                                 "block_align": None})
                 for ba in _rot(params.block_align, rep):
                     rows.append({"rep": rep, "delay_us": d, "threads": t, "tool": DB_TOOL, "block_align": ba})
     return pd.DataFrame(rows, columns=["rep", "delay_us", "threads", "tool", "block_align"])
@@ -336,18 +345,36 @@ def plan(params: Params) -> pd.DataFrame:
 _new_study_id = study.new_study_id
 
 
+def away_cpu(path) -> int | None:
+    """A CPU this process may use other than the one that takes the interrupts of the disk
+    holding `path` (None: one CPU only, or the interrupts cannot be found)."""
+    from . import placement
+
+    irq = placement.busiest_irq_cpu(path)
+    others = sorted(c for c in os.sched_getaffinity(0) if c != irq)
+    return others[0] if irq is not None and others else None
+
+
 def _run_fio(params: Params, s: Settings, filename: Path, *, study: str, rep: int, threads: int, delay: int,
-             root: Path) -> Path:
-    """rxlab fio (sync, qd1, numjobs=threads) on `filename`, stored as a run of its own."""
+             root: Path, away: bool = False) -> Path | None:
+    """rxlab fio (sync, qd1, numjobs=threads) on `filename`, stored as a run of its own; with
+    `away`, pinned to a CPU other than the interrupt's (None when there is none)."""
     from . import rawio
 
+    cpus = None
+    if away:
+        cpus = away_cpu(filename)
+        if cpus is None:
+            return None
     opts = f"delay_us={delay}" if delay else ""
-    meta = {"name": _run_name(study, rep, threads, delay, "fio"), "tool": FIO_TOOL, "study": study,
+    meta = {"name": _run_name(study, rep, threads, delay, "fioaway" if away else "fio"),
+            "tool": FIO_AWAY_TOOL if away else FIO_TOOL, "study": study,
             "rep": rep, "threads": threads, "delay_us": delay, "scale": params.scale,
             "study_backend": params.backend}
     return rawio.run_stored(root, filename, meta, rw="randread", bs=BLOCK_BYTES, size=s.fio_size, direct=True,
                             ioengine="sync", iodepth=1, numjobs=threads, runtime=s.fio_runtime,
-                            ramp_time=s.fio_ramp, engine_options=opts, seed=rep + 1)
+                            ramp_time=s.fio_ramp, engine_options=opts, seed=rep + 1,
+                            **({"cpus_allowed": str(cpus)} if away else {}))
 
 
 def _run_db(params: Params, s: Settings, db: Path, *, study: str, rep: int, threads: int, delay: int,
@@ -429,11 +456,13 @@ def run_study(params: Params, root: str | os.PathLike | None = None, progress: b
         bar = tqdm(steps.itertuples(index=False), total=len(steps), desc=f"ioeff {params.scale}",
                    unit="run", disable=not progress)
         for r in bar:
-            what = "fio" if r.tool == FIO_TOOL else f"block_align={r.block_align}"
+            what = {FIO_TOOL: "fio", FIO_AWAY_TOOL: "fio away"}.get(r.tool, f"block_align={r.block_align}")
             bar.set_postfix_str(f"rep {r.rep} delay {r.delay_us} threads {r.threads} {what}")
-            if r.tool == FIO_TOOL:
-                runs.append(_run_fio(params, s, fio_file, study=study, rep=r.rep, threads=r.threads,
-                                     delay=r.delay_us, root=root))
+            if r.tool in (FIO_TOOL, FIO_AWAY_TOOL):
+                run = _run_fio(params, s, fio_file, study=study, rep=r.rep, threads=r.threads,
+                               delay=r.delay_us, root=root, away=r.tool == FIO_AWAY_TOOL)
+                if run is not None:
+                    runs.append(run)
             else:
                 runs.append(_run_db(params, s, db, study=study, rep=r.rep, threads=r.threads,
                                     delay=r.delay_us, block_align=r.block_align, root=root))
@@ -456,7 +485,7 @@ def study_frame(cat: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=[*_KEYS, *metrics.SEED_COLUMNS])
     m = cat["run_name"].astype(str).str.extract(_NAME_RE)
     keep = m["study"].notna()
-    is_fio = m["kind"] == "fio"
+    is_fio = m["kind"].isin(["fio", "fioaway"])
     if "job" in cat.columns:  # fio runs: the total row only (per-job rows stay in the store)
         keep &= ~is_fio | (cat["job"].astype(str) == "total")
     cat, m, is_fio = cat[keep].copy(), m[keep], is_fio[keep]
@@ -468,10 +497,11 @@ def study_frame(cat: pd.DataFrame) -> pd.DataFrame:
     study_backend = cat["spec.study_backend"] if "spec.study_backend" in cat.columns else uri
     cat = cat.drop(columns=[c for c in ("backend", "tool", "block_align") if c in cat.columns])
     keys = pd.DataFrame({
-        "study": m["study"], "rep": m["rep"].astype(int), "tool": np.where(is_fio, FIO_TOOL, DB_TOOL),
+        "study": m["study"], "rep": m["rep"].astype(int),
+        "tool": np.where(m["kind"] == "fioaway", FIO_AWAY_TOOL, np.where(is_fio, FIO_TOOL, DB_TOOL)),
         "backend": np.where(is_fio, study_backend.astype(str), uri.map(_strip_delay)),
         "threads": m["threads"].astype(int),
-        "block_align": m["kind"].map({"ba1": True, "ba0": False, "fio": None}).astype(object),
+        "block_align": m["kind"].map({"ba1": True, "ba0": False, "fio": None, "fioaway": None}).astype(object),
         "delay_us": m["delay"].astype(int), "backend_uri": uri}, index=cat.index)
     derived = metrics.seed_columns(cat)
     # other studies' runs in the same store may carry columns of these names: the keys win
@@ -917,35 +947,44 @@ def model_rows(*results: StudyResult) -> pd.DataFrame:
 
     Columns: study, rep, tool, backend, threads, delay_us, block_align,
     bloom (readrandom and readrandom2 have bloom filters, readrandom3 not),
-    test, run_id and the seeds' columns.
+    test, run_id, the seeds' columns, runqPer and awayShare where measured, and
+    `baseline` (False for the fio run pinned away from the interrupt's CPU,
+    which informs the model's remote_us but is no io.eff denominator).
     """
     parts = []
     for r in results:
         if r is None:
             continue
         f = r.frame
-        keep = (f["tool"] == FIO_TOOL) | ((f["tool"] == DB_TOOL) & f["test"].isin(SEED_TESTS))
-        # studies stored before the wait for a CPU was measured lack it
-        runq = [model.RUNQ] if model.RUNQ in f.columns else []
-        parts.append(f.loc[keep, [*_KEYS, *[c for c in DB_COLUMNS if c != "test"], *runq]])
+        keep = f["tool"].isin([FIO_TOOL, FIO_AWAY_TOOL]) | ((f["tool"] == DB_TOOL) & f["test"].isin(SEED_TESTS))
+        # studies stored before the wait for a CPU (or where the readers woke) was measured lack it
+        extra = [c for c in (model.RUNQ, model.AWAY) if c in f.columns]
+        parts.append(f.loc[keep, [*_KEYS, *[c for c in DB_COLUMNS if c != "test"], *extra]])
     if not parts:
         raise ValueError("no study to take model rows from")
     out = pd.concat(parts, ignore_index=True)
     out["bloom"] = out["test"].map(model.SEED_BLOOM).astype(object).where(out["tool"] == DB_TOOL, False)
     out["bloom"] = out["bloom"].astype(bool)
+    out["baseline"] = out["tool"] != FIO_AWAY_TOOL
     return out
 
 
 def _fio_mask(rows: pd.DataFrame) -> pd.Series:
-    """fio baseline rows, as rxlab.model tells them: a tool name containing "fio"."""
+    """fio rows, as rxlab.model tells them: a tool name containing "fio"."""
     return rows["tool"].astype(str).str.contains("fio", case=False)
+
+
+def _baseline_mask(rows: pd.DataFrame) -> pd.Series:
+    """fio rows that are io.eff's denominator (not the run pinned away from the interrupt's CPU)."""
+    base = rows["baseline"].fillna(True).astype(bool) if "baseline" in rows.columns else True
+    return _fio_mask(rows) & base
 
 
 def _seed_predictions(rows: pd.DataFrame) -> pd.DataFrame:
     """The seed's model on each RocksDB row: device = fio lat - fio cpuPer, libc+kernel = fio cpuPer,
     RocksDB = cpu.inc (rxlab.metrics.efficiency against the mean fio row of its threads and delay)."""
     is_fio = _fio_mask(rows)
-    fio, db = rows[is_fio], rows[~is_fio]
+    fio, db = rows[_baseline_mask(rows)], rows[~is_fio]
     base = fio.groupby(["threads", "delay_us"])[["iops", "usPer", "cpuPer", "rx.lat"]].mean()
     parts = []
     for key, g in db.groupby(["threads", "delay_us"]):
@@ -1122,9 +1161,9 @@ def sensitivity_data(fit: model.ModelFit, rows: pd.DataFrame, threads: int | Non
     local and the seed's one-user rows.
     """
     if threads is None:  # the smallest client count with undelayed fio rows
-        fio0 = rows[_fio_mask(rows) & (rows["delay_us"] == 0)]
+        fio0 = rows[_baseline_mask(rows) & (rows["delay_us"] == 0)]
         threads = int(fio0["threads"].min()) if len(fio0) else 1
-    base = rows[_fio_mask(rows) & (rows["threads"] == threads)]
+    base = rows[_baseline_mask(rows) & (rows["threads"] == threads)]
     base0 = base[base["delay_us"] == 0]
     if base0.empty:
         raise ValueError(f"no undelayed fio rows at threads={threads}")
@@ -1329,6 +1368,7 @@ def model_findings(comp: Comparison, heldout_summary: pd.DataFrame | None = None
                          f"wait for a CPU and the disk's own latency account for a query"
                          + _excess_clause(gap) + ".")
     f = comp.fits.get("local")
+    lines += _remote_lines(f, gap)
     if f is not None:
         p = f.params
         held = [q for q, why in f.held.items() if not why.startswith(("used with device=", "device="))]
@@ -1337,6 +1377,20 @@ def model_findings(comp: Comparison, heldout_summary: pd.DataFrame | None = None
                      f"per query that neither CPU nor device time explains"
                      + (f"; held: {', '.join(held)}." if held else "."))
     return "\n".join(lines)
+
+
+def _remote_lines(f: model.ModelFit | None, gap: pd.DataFrame | None) -> list[str]:
+    """Where the readers were woken: the fitted remote_us and the undelayed rows' awayShare per
+    client count, RocksDB's against its fio baseline's ([] when the term was held)."""
+    if f is None or "remote_us" not in f.free or gap is None or model.AWAY not in gap.columns:
+        return []
+    g = gap[gap["delay_us"] == 0].groupby("threads")[[model.AWAY, "fio_awayShare"]].median()
+    share = ", ".join(f"{r[model.AWAY]:.0%} against fio's {r['fio_awayShare']:.0%} at {int(t)} "
+                      f"client{'s' if t > 1 else ''}" for t, r in g.iterrows())
+    p, se = f.params["remote_us"], f.stderr["remote_us"]
+    return [f"- A read whose reader was woken away from the CPU that takes the disk's interrupts costs "
+            f"{p:.1f} ± {se:.1f} us more (remote_us, fitted with fio pinned away beside its baseline). "
+            f"RocksDB's readers were woken away on {share} (medians of awayShare)."]
 
 
 def _excess_clause(gap: pd.DataFrame | None) -> str:

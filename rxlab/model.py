@@ -35,7 +35,7 @@ What the seed's own tables say (worked out here, shown by `latency_gap`):
 The fitted model (one query):
 
     latency = cpuPer [+ runqPer] + reads_per_query * size_penalty * (reqsz - bs) + io
-    io (no delay)  = reads_per_query * device(threads) + wait(threads)
+    io (no delay)  = reads_per_query * (device(threads) + awayShare * remote) + wait(threads)
     io (delay)     = smooth max(io (no delay), reads_per_query * (delay - delay_offset))
     device(threads) = dev_1 + dev_per_thread * (threads - 1)
     wait(threads)   = wait + wait_per_thread * (threads - 1)
@@ -83,6 +83,23 @@ client and 18 us at two with block_align, 11 and 14 us without it, whose
 reads are larger; `latency_gap`'s io_lat_excess_us). Whether busy vCPUs
 slow the virtual disk was probed with SCHED_IDLE spinners on every CPU and
 left open: two probes minutes apart moved fio's io.lat by +11 and -3 us.
+
+Where the readers were woken (`remote_us`): a blocking read ends with the
+disk's interrupt on one CPU; a reader asleep on another CPU is woken by an
+inter-processor wake-up, which no CPU, run-queue or disk counter holds (one
+fio job pinned away from the interrupt's CPU reads about 30 us slower here).
+Every rxlab row carries `awayShare`, the share of its calls (fio: IOs) that
+returned on a CPU other than the interrupt's (rxlab.metrics), and each such
+read costs remote_us more, in fio's device term and in RocksDB's reads
+alike: latency += reads_per_query x awayShare x remote_us. The study
+identifies remote_us with one fio run per repetition pinned away from the
+interrupt's CPU (awayShare 1; `baseline=False`, so it informs the fit and is
+never io.eff's denominator); fio left to the scheduler keeps both its jobs on
+the interrupt's CPU (awayShare about 0.02 at two jobs) while RocksDB's
+readers spread (about 0.45 at two clients). Without a spread of awayShare of
+at least AWAY_SPREAD the term is held at 0 and says why. Like the wait, it
+sits inside the smooth max with an emulated delay, whose deadline wait ends
+on the reader's own CPU.
 
 The wait sits inside the max with the emulated delay because the delay is a
 completion deadline: it hides whatever makes the device slower under RocksDB
@@ -151,13 +168,19 @@ PARAMS = {
     # falls inside iostat's window (the doorbell's exit, the completion interrupt)
     "overlap_us": "us per read: CPU inside iostat's io.lat, one client",
     "overlap_per_thread_us": "us per read per extra client",
+    # a read whose reader sleeps away from the CPU that takes the disk's interrupts is woken by
+    # an inter-processor wake-up, in no CPU, run-queue or disk counter; times each row's awayShare
+    "remote_us": "us per read woken away from the interrupt's CPU",
 }
 DEVICES = ("curve", "baseline", "iostat")
 _CURVE_ONLY = ("dev_1_us", "dev_per_thread_us")
 _IOSTAT_ONLY = ("overlap_us", "overlap_per_thread_us")
 # Value a parameter is held at when the data cannot identify it.
 NEUTRAL = {"dev_1_us": 0.0, "dev_per_thread_us": 0.0, "delay_offset_us": 30.0, "size_penalty_us_per_kib": 0.0,
-           "wait_per_thread_us": 0.0, "overlap_us": 0.0, "overlap_per_thread_us": 0.0}
+           "wait_per_thread_us": 0.0, "overlap_us": 0.0, "overlap_per_thread_us": 0.0, "remote_us": 0.0}
+# remote_us is fitted only where the rows' awayShare spans at least this much (e.g. a fio run
+# pinned away from the interrupt's CPU beside the baseline's, which stays on it).
+AWAY_SPREAD = 0.3
 # Width of the smooth max between the device's own latency and the emulated
 # delay: real device latencies spread, so E[max(X, D)] bends rather than kinks.
 DELAY_SMOOTH_US = 5.0
@@ -165,6 +188,7 @@ DEFAULT_BS_KIB = 8.0
 
 _DB_REQUIRED = ("qps", "iops", "reqsz", "usPer", "cpuPer", "test")
 RUNQ = "runqPer"  # us per op waiting for a CPU (rxlab.metrics); 0 where a row does not carry it
+AWAY = "awayShare"  # share of reads woken away from the interrupt's CPU (rxlab.metrics); 0 where absent
 _RUNQ_COUNTED = "_runq"  # runqPer when the model counts it (runq=True), else 0
 _FIO_REQUIRED = ("iops", "usPer", "cpuPer", "rx.lat")
 _KEYS = ("threads", "delay_us")
@@ -386,9 +410,17 @@ def _prepare(df, require_baseline: bool = True, need_fio: bool = True, runq: boo
                      else pd.Series(np.nan, index=df.index))
     df[RUNQ] = measured_runq.fillna(0.0).astype(float)
     df[_RUNQ_COUNTED] = df[RUNQ] if runq else 0.0
+    away = pd.to_numeric(df[AWAY], errors="coerce") if AWAY in df.columns else pd.Series(np.nan, index=df.index)
+    if ((away < 0) | (away > 1)).any():
+        _fail(f"column {AWAY} (share of reads woken away from the interrupt's CPU) must be within 0..1")
+    df[AWAY] = away.fillna(0.0).astype(float)
     df["_fio"] = fio_mask
+    base = df["baseline"] if "baseline" in df.columns else pd.Series(True, index=df.index)
+    df["_baseline"] = fio_mask & base.fillna(True).astype(bool)
+    if fio_mask.any() and not df["_baseline"].any() and need_fio:
+        _fail("no fio baseline rows (every fio row has baseline=False)")
     if require_baseline:
-        have = set(map(tuple, df.loc[fio_mask, list(_KEYS)].to_numpy()))
+        have = set(map(tuple, df.loc[df["_baseline"], list(_KEYS)].to_numpy()))
         for key, n in df.loc[~fio_mask].groupby(list(_KEYS)).size().items():
             if tuple(map(float, key)) not in have:
                 _fail(f"no fio baseline for threads={key[0]:g}, delay_us={key[1]:g} "
@@ -397,10 +429,11 @@ def _prepare(df, require_baseline: bool = True, need_fio: bool = True, runq: boo
 
 
 def _baselines(df: pd.DataFrame) -> pd.DataFrame:
-    """Mean fio row per (threads, delay_us): iops, usPer, cpuPer, runqPer, lat and
-    device = lat - cpuPer - runqPer (what is neither on nor waiting for a CPU)."""
-    fio = df[df["_fio"]]
-    cols = ["iops", "usPer", "cpuPer", _RUNQ_COUNTED, "rx.lat",
+    """Mean fio baseline row per (threads, delay_us): iops, usPer, cpuPer, runqPer, awayShare, lat
+    and device = lat - cpuPer - runqPer (what is neither on nor waiting for a CPU). Rows with
+    baseline=False (a run pinned away from the interrupt's CPU) inform the fit, not the baseline."""
+    fio = df[df["_baseline"]]
+    cols = ["iops", "usPer", "cpuPer", _RUNQ_COUNTED, AWAY, "rx.lat",
             *(["io.lat"] if "io.lat" in fio.columns else [])]
     b = fio.groupby(list(_KEYS))[cols].mean()
     b["device_us"] = b["rx.lat"] - b["cpuPer"] - b[_RUNQ_COUNTED]
@@ -422,7 +455,7 @@ def _with_efficiency(df: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
         kept = rows.drop(columns=[c for c in metrics.EFFICIENCY_COLUMNS if c in rows.columns])
         parts.append(kept.assign(**{c: e[c] for c in metrics.EFFICIENCY_COLUMNS},
                                  fio_device_us=b["device_us"], fio_cpuPer=b["cpuPer"],
-                                 fio_runqPer=b[_RUNQ_COUNTED],
+                                 fio_runqPer=b[_RUNQ_COUNTED], fio_awayShare=b[AWAY],
                                  fio_io_lat=b.get("io.lat", np.nan),
                                  fio_iops=b["iops"]))
     out = pd.concat(parts).loc[db.index]
@@ -448,16 +481,21 @@ def _per_read(p: Mapping[str, float], threads, io_lat=None):
     return np.asarray(io_lat, float) - (p["overlap_us"] + p["overlap_per_thread_us"] * (threads - 1.0))
 
 
-def _device(p: Mapping[str, float], threads, delay, io_lat=None):
-    """Device latency per read (us, the non-CPU part) at a concurrency and emulated delay."""
+def _device(p: Mapping[str, float], threads, delay, io_lat=None, away=0.0):
+    """Device latency per read (us, the non-CPU part) at a concurrency and emulated delay; a
+    share `away` of the reads also pays the remote wake-up (hidden by a delay's deadline, whose
+    wait ends on the reader's own CPU)."""
     delay = np.asarray(delay, float)
-    base = _per_read(p, threads, io_lat)
+    base = _per_read(p, threads, io_lat) + np.asarray(away, float) * p["remote_us"]
     return np.where(delay > 0, _smax(base, delay - p["delay_offset_us"]), base)
 
 
-def _latency(p: Mapping[str, float], cpu, reads, reqsz, threads, *, delay, bs_kib, device=None, io_lat=None):
+def _latency(p: Mapping[str, float], cpu, reads, reqsz, threads, *, delay, bs_kib, device=None, io_lat=None,
+             away=0.0, device_away=0.0):
     """Predicted latency per query (us); `device` overrides the fitted device curve, `io_lat`
-    (device="iostat") replaces it with each row's own io.lat less the overlap.
+    (device="iostat") replaces it with each row's own io.lat less the overlap. `away` is the
+    row's share of reads woken away from the interrupt's CPU, each paying remote_us;
+    `device_away` the share inside `device` (the matched fio baseline's own), taken out first.
 
     The wait is time a query's reads take beyond fio's device latency (the
     device is slower under RocksDB). An emulated delay is a completion
@@ -470,12 +508,14 @@ def _latency(p: Mapping[str, float], cpu, reads, reqsz, threads, *, delay, bs_ki
     reads = np.asarray(reads, float)
     curve = _per_read(p, threads, io_lat)
     wait = p["wait_us"] + p["wait_per_thread_us"] * (threads - 1.0)
+    remote = np.asarray(away, float) * p["remote_us"]
     if device is None:
-        undelayed = reads * curve + wait
+        undelayed = reads * (curve + remote) + wait
         deadline = reads * (delay - p["delay_offset_us"])
     else:  # the matched fio device latency (lat - cpuPer) at the row's delay: the deadline already in it
         device = np.asarray(device, float)
-        undelayed = reads * np.where(delay > 0, curve, device) + wait
+        own = device - np.asarray(device_away, float) * p["remote_us"]
+        undelayed = reads * (np.where(delay > 0, curve, own) + remote) + wait
         deadline = reads * device
     io = np.where(delay > 0, _smax(undelayed, deadline), undelayed)
     size = reads * p["size_penalty_us_per_kib"] * (np.asarray(reqsz, float) - bs_kib)
@@ -522,19 +562,22 @@ class ModelFit:
         along where the row has them.
         """
         d = _prepare(df, require_baseline=False, need_fio=False, runq=self.runq, device=self.device)
-        base = _baselines(d) if d["_fio"].any() else self.baselines
+        base = _baselines(d) if d["_baseline"].any() else self.baselines
         base = pd.concat([base, self.baselines[~self.baselines.index.isin(base.index)]])
         rows = _with_efficiency(d, base)
         p = self.params
         dev = rows["fio_device_us"] if self.device == "baseline" else None
         io_lat = rows["io.lat"] if self.device == "iostat" else None
         lat = _latency(p, rows["cpuPer"] + rows[_RUNQ_COUNTED], rows["reads_per_query"], rows["reqsz"],
-                       rows["threads"], delay=rows["delay_us"], bs_kib=self.bs_kib, device=dev, io_lat=io_lat)
+                       rows["threads"], delay=rows["delay_us"], bs_kib=self.bs_kib, device=dev, io_lat=io_lat,
+                       away=rows[AWAY], device_away=rows["fio_awayShare"])
         keep = [c for c in ("test", "threads", "delay_us", *_CARRY) if c in rows.columns]
         out = rows[keep].copy()
         out["cpuPer"] = rows["cpuPer"]
         out[RUNQ] = rows[RUNQ]
         out["reads_per_query"] = rows["reads_per_query"]
+        out[AWAY] = rows[AWAY]
+        out["remote_wake_us"] = rows["reads_per_query"] * rows[AWAY] * p["remote_us"]
         out["device_us"] = _device(p, rows["threads"], rows["delay_us"], io_lat) if dev is None else dev
         out["lat_pred_us"] = lat
         out["qps_pred"] = rows["threads"] * 1e6 / lat
@@ -605,6 +648,10 @@ def _identifiable(fio: pd.DataFrame, db: pd.DataFrame,
         held["size_penalty_us_per_kib"] = "reqsz does not vary (< 0.1 KiB)"
     if db["threads"].nunique() < 2:
         held["wait_per_thread_us"] = "RocksDB rows at one thread count"
+    away = pd.concat([fio[AWAY], db[AWAY]])
+    if away.max() - away.min() < AWAY_SPREAD:
+        held["remote_us"] = (f"awayShare spans less than {AWAY_SPREAD:g} (no run with its reads woken "
+                             "away from the interrupt's CPU)")
     return [p for p in PARAMS if p not in held], held
 
 
@@ -618,7 +665,9 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
     t_f, d_f = fio["threads"].to_numpy(float), fio["delay_us"].to_numpy(float)
     dev_obs = (fio["rx.lat"] - fio["cpuPer"] - fio[_RUNQ_COUNTED]).to_numpy(float)
     cols = {c: db[c].to_numpy(float) for c in ("cpuPer", _RUNQ_COUNTED, "reads_per_query", "threads",
-                                                 "delay_us", "lat_meas_us", "fio_device_us")}
+                                                 "delay_us", "lat_meas_us", "fio_device_us", AWAY,
+                                                 "fio_awayShare")}
+    away_f = fio[AWAY].to_numpy(float)
     reqsz = pd.to_numeric(db["reqsz"]).to_numpy(float)
     dev_override = cols["fio_device_us"] if device == "baseline" else None
     iostat = device == "iostat"
@@ -633,10 +682,10 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
 
     def resid(x):
         p = unpack(x)
-        r_f = _device(p, t_f, d_f, io_f) / dev_obs - 1.0
+        r_f = _device(p, t_f, d_f, io_f, away_f) / dev_obs - 1.0
         lat = _latency(p, cols["cpuPer"] + cols[_RUNQ_COUNTED], cols["reads_per_query"], reqsz,
                        cols["threads"], delay=cols["delay_us"], bs_kib=bs_kib, device=dev_override,
-                       io_lat=io_d)
+                       io_lat=io_d, away=cols[AWAY], device_away=cols["fio_awayShare"])
         return np.concatenate([w_fio * r_f, w_db * (lat / cols["lat_meas_us"] - 1.0)])
 
     res = least_squares(resid, np.asarray(x0, float), x_scale="jac", method="trf")
@@ -644,8 +693,9 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
 
 
 def _initial(fio: pd.DataFrame, device: str = "curve") -> dict[str, float]:
-    """Starting values from the fio rows (lowest-delay rows: a line in threads)."""
-    undelayed = fio[fio["delay_us"] == fio["delay_us"].min()]
+    """Starting values from the fio baseline rows (lowest-delay rows: a line in threads)."""
+    base = fio[fio["_baseline"]] if "_baseline" in fio.columns else fio
+    undelayed = base[base["delay_us"] == base["delay_us"].min()]
     dev = (undelayed["rx.lat"] - undelayed["cpuPer"] - undelayed[_RUNQ_COUNTED]).to_numpy(float)
     t = undelayed["threads"].to_numpy(float)
 
@@ -659,7 +709,7 @@ def _initial(fio: pd.DataFrame, device: str = "curve") -> dict[str, float]:
     ovl_1, ovl_slope = line(undelayed["io.lat"].to_numpy(float) - dev) if device == "iostat" else (0.0, 0.0)
     return {"dev_1_us": dev_1, "dev_per_thread_us": dev_slope, "delay_offset_us": 30.0,
             "size_penalty_us_per_kib": 0.0, "wait_us": 0.0, "wait_per_thread_us": 0.0,
-            "overlap_us": ovl_1, "overlap_per_thread_us": ovl_slope}
+            "overlap_us": ovl_1, "overlap_per_thread_us": ovl_slope, "remote_us": 0.0}
 
 
 def _fit_free(fio, db, free, held, start, *, bs_kib, device, weights):
@@ -852,6 +902,8 @@ def latency_gap(df: pd.DataFrame, runq: bool = False) -> pd.DataFrame:
     fio_io.lat is iostat's read latency under the matched fio baseline and
     `io_lat_excess_us` = io.lat - fio_io.lat: how much slower the disk
     itself was under RocksDB's reads (NaN where fio's io.lat is unknown).
+    awayShare and fio_awayShare: the share of reads whose reader was woken away from the
+    interrupt's CPU, in the row and in its fio baseline (0 where not measured).
     """
     d = _prepare(df, runq=runq)
     rows = _with_efficiency(d, _baselines(d))
@@ -866,6 +918,8 @@ def latency_gap(df: pd.DataFrame, runq: bool = False) -> pd.DataFrame:
     out["fio_device_us"] = rows["fio_device_us"]
     out["fio_io.lat"] = pd.to_numeric(rows["fio_io_lat"])
     out["io_lat_excess_us"] = out["io.lat"] - out["fio_io.lat"]
+    out[AWAY] = rows[AWAY]
+    out["fio_awayShare"] = rows["fio_awayShare"]
     explained = out["cpuPer"] + rows[_RUNQ_COUNTED] + out["reads_per_query"] * out["fio_device_us"]
     out["unexplained_us"] = out["lat_meas_us"] - explained
     return out

@@ -40,8 +40,10 @@ def raw(name, ops, reads, user_us, sys_us, *, lat_us=100.0, kib=8.0, io_lat_us=6
             "disk_writes": 0, "disk_write_sectors": 0, "disk_write_ticks_ms": 0, **kw}
 
 
-def write_study(root, *, threads=(1, 2), block_align=(True, False), reps=3, delays=(0,), excess=0.0):
-    """A stored study as run_study would leave it (one fio run and one sequence per configuration)."""
+def write_study(root, *, threads=(1, 2), block_align=(True, False), reps=3, delays=(0,), excess=0.0,
+                away=False):
+    """A stored study as run_study would leave it (one fio run and one sequence per configuration;
+    with `away`, the fio run pinned away from the interrupt's CPU at 6,000 reads/s as well)."""
     paths = []
     for rep in range(reps):
         k = REP_SCALE[rep]
@@ -57,6 +59,13 @@ def write_study(root, *, threads=(1, 2), block_align=(True, False), reps=3, dela
                     w.add_step({**raw("fio-sync", fio_reads, device, 2.0, 10.0, lat_us=90.0), "job": "total",
                                 "tool": "rxlab-fio"})
                 paths.append(w.path)
+                if away and d == 0 and t == min(threads):
+                    spec = {**spec, "name": f"ioeff-{STUDY}-r{rep}-t{t}-d{d}-fioaway", "tool": "rxlab-fio-away"}
+                    with store.RunWriter(root, spec, FP) as w:
+                        w.add_step({**raw("fio-sync", 6_000, 6_000, 2.0, 10.0, lat_us=150.0), "job": "total",
+                                    "tool": "rxlab-fio", "irq_cpu": 1, "calls_on_irq_cpu": 0,
+                                    "calls_counted": 6_000})
+                    paths.append(w.path)
                 for ba in block_align:
                     uri = ioeff.with_delay("posix", d)
                     spec = {"name": f"ioeff-{STUDY}-r{rep}-t{t}-d{d}-ba{int(ba)}", "backend": uri,
@@ -166,14 +175,17 @@ def test_with_delays():
 def test_plan_alternates_fio_and_rocksdb_and_rotates():
     p = ioeff.Params.checked(scale="smoke", repeats=2)
     pl = ioeff.plan(p)
-    assert len(pl) == 2 * 2 * 3
+    assert len(pl) == 2 * (2 * 3 + 1)
     first = pl[pl["rep"] == 0]
-    assert first["tool"].tolist() == ["rxlab-fio", "rocksdb", "rocksdb"] * 2
-    assert first["threads"].tolist() == [1, 1, 1, 2, 2, 2]
-    assert first["block_align"].tolist()[1:3] == [True, False]
+    # undelayed at one client, fio also runs pinned away from the interrupt's CPU
+    assert first["tool"].tolist() == ["rxlab-fio", "rxlab-fio-away", "rocksdb", "rocksdb",
+                                      "rxlab-fio", "rocksdb", "rocksdb"]
+    assert first["threads"].tolist() == [1, 1, 1, 1, 2, 2, 2]
+    assert first["block_align"].tolist()[2:4] == [True, False]
     second = pl[pl["rep"] == 1]
-    assert second["threads"].tolist() == [2, 2, 2, 1, 1, 1]
+    assert second["threads"].tolist() == [2, 2, 2, 1, 1, 1, 1]
     assert second["block_align"].tolist()[1:3] == [False, True]
+    assert (ioeff.plan(p.with_delays([0, 100]))["tool"] == "rxlab-fio-away").sum() == 2  # delay 0 only
     for _, g in pl.groupby(["rep", "threads", "delay_us"]):
         assert g["tool"].iloc[0] == "rxlab-fio"   # every RocksDB run follows its own fio baseline
 
@@ -359,6 +371,25 @@ def test_model_rows(study):
     assert not rows.loc[rows["tool"] == "rxlab-fio", "bloom"].any()
     with pytest.raises(ValueError, match="no study"):
         ioeff.model_rows(None)
+
+
+def test_the_run_pinned_away_is_no_baseline(tmp_path):
+    write_study(tmp_path / "runs", away=True)
+    res = ioeff.load_study(tmp_path / "runs")
+    f = res.frame
+    away = f[f["tool"] == ioeff.FIO_AWAY_TOOL]
+    assert len(away) == 3 and (away["threads"] == 1).all() and away["awayShare"].tolist() == [1.0] * 3
+    # the seed's fio table and io.eff keep the baseline's 10,000 reads/s per job
+    t = ioeff.seed_tables(res)
+    fio = t["fio"].set_index(["source", "numjobs"])
+    assert fio.loc[("local", 1), "iops"] == pytest.approx(10_000) and fio.loc[("local", 1), "n"] == 3
+    e = t["io.eff 1 user"]
+    assert e.loc[e["source"] == "local", "io.eff"].tolist() == pytest.approx(list(EFF.values()), abs=2e-4)
+    rows = ioeff.model_rows(res)
+    assert rows.loc[rows["tool"] == ioeff.FIO_AWAY_TOOL, "baseline"].tolist() == [False] * 3
+    assert rows.loc[rows["tool"] != ioeff.FIO_AWAY_TOOL, "baseline"].all()
+    f1 = model.fit(rows)
+    assert f1.baselines.loc[(1.0, 0.0), "iops"] == pytest.approx(10_000)
 
 
 def test_compare_models_reproduces_the_seeds_arithmetic():
