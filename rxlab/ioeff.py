@@ -63,9 +63,11 @@ SEED_TESTS = model.SEED_TESTS          # readrandom, readrandom2, readrandom3
 BLOCK_BYTES = 8192                     # the seed's block size and fio's bs
 KEY_SIZE = 16                          # db_bench's default key size (the driver's RunSpec default)
 FIO_TOOL = "rxlab-fio"
-# The same fio run with its job pinned away from the CPU that takes the disk's interrupts: every
-# read is then woken by an inter-processor wake-up, whose cost (rxlab.model's remote_us) no CPU,
-# run-queue or disk counter holds. Not a baseline: io.eff's denominator stays FIO_TOOL.
+# The same fio run placed away from the CPU that takes the disk's interrupts: one job pinned to
+# another CPU, or several jobs pinned one per CPU (fio's cpus_allowed_policy=split), as RocksDB's
+# readers spread. Its reads are woken by an inter-processor wake-up, whose cost (rxlab.model's
+# remote_us) no CPU, run-queue or disk counter holds. Not a baseline: io.eff's denominator stays
+# FIO_TOOL, fio left to the scheduler, which keeps its jobs on the interrupt's CPU.
 FIO_AWAY_TOOL = "rxlab-fio-away"
 DB_TOOL = "rocksdb"
 RUN_PREFIX = "ioeff-"
@@ -325,16 +327,16 @@ def plan(params: Params) -> pd.DataFrame:
     For each repetition, delay and thread count: fio first, then the seed's
     sequence for each block_align setting. Each repetition rotates the order
     of the delays, thread counts and block_align settings, so no configuration
-    always runs first (after a cold start) or last. Undelayed at the fewest
-    clients, fio also runs once with its job pinned away from the interrupt's
-    CPU (FIO_AWAY_TOOL), right after the baseline.
+    always runs first (after a cold start) or last. Undelayed, fio also runs
+    placed away from the interrupt's CPU (FIO_AWAY_TOOL: one job pinned to
+    another CPU, more jobs one per CPU), right after the baseline.
     """
     rows = []
     for rep in range(params.settings().repeats):
         for d in _rot(params.delay_us, rep):
             for t in _rot(params.threads, rep):
                 rows.append({"rep": rep, "delay_us": d, "threads": t, "tool": FIO_TOOL, "block_align": None})
-                if d == 0 and t == min(params.threads):
+                if d == 0:
                     rows.append({"rep": rep, "delay_us": d, "threads": t, "tool": FIO_AWAY_TOOL,
                                  "block_align": None})
                 for ba in _rot(params.block_align, rep):
@@ -358,14 +360,16 @@ def away_cpu(path) -> int | None:
 def _run_fio(params: Params, s: Settings, filename: Path, *, study: str, rep: int, threads: int, delay: int,
              root: Path, away: bool = False) -> Path | None:
     """rxlab fio (sync, qd1, numjobs=threads) on `filename`, stored as a run of its own; with
-    `away`, pinned to a CPU other than the interrupt's (None when there is none)."""
+    `away`, one job pinned to a CPU other than the interrupt's, more jobs pinned one per CPU
+    (None when this process has one CPU or the interrupt's CPU is unknown)."""
     from . import rawio
 
-    cpus = None
+    placed = {}
     if away:
-        cpus = away_cpu(filename)
-        if cpus is None:
+        cpu = away_cpu(filename)
+        if cpu is None:
             return None
+        placed = {"cpus_allowed": str(cpu)} if threads == 1 else {"cpus_allowed_policy": "split"}
     opts = f"delay_us={delay}" if delay else ""
     meta = {"name": _run_name(study, rep, threads, delay, "fioaway" if away else "fio"),
             "tool": FIO_AWAY_TOOL if away else FIO_TOOL, "study": study,
@@ -373,8 +377,7 @@ def _run_fio(params: Params, s: Settings, filename: Path, *, study: str, rep: in
             "study_backend": params.backend}
     return rawio.run_stored(root, filename, meta, rw="randread", bs=BLOCK_BYTES, size=s.fio_size, direct=True,
                             ioengine="sync", iodepth=1, numjobs=threads, runtime=s.fio_runtime,
-                            ramp_time=s.fio_ramp, engine_options=opts, seed=rep + 1,
-                            **({"cpus_allowed": str(cpus)} if away else {}))
+                            ramp_time=s.fio_ramp, engine_options=opts, seed=rep + 1, **placed)
 
 
 def _run_db(params: Params, s: Settings, db: Path, *, study: str, rep: int, threads: int, delay: int,
@@ -1388,9 +1391,13 @@ def _remote_lines(f: model.ModelFit | None, gap: pd.DataFrame | None) -> list[st
     share = ", ".join(f"{r[model.AWAY]:.0%} against fio's {r['fio_awayShare']:.0%} at {int(t)} "
                       f"client{'s' if t > 1 else ''}" for t, r in g.iterrows())
     p, se = f.params["remote_us"], f.stderr["remote_us"]
+    slope = ""
+    if "remote_per_thread_us" in f.free:
+        slope = (f", {f.params['remote_per_thread_us']:+.1f} ± {f.stderr['remote_per_thread_us']:.1f} us per "
+                 "extra client")
     return [f"- A read whose reader was woken away from the CPU that takes the disk's interrupts costs "
-            f"{p:.1f} ± {se:.1f} us more (remote_us, fitted with fio pinned away beside its baseline). "
-            f"RocksDB's readers were woken away on {share} (medians of awayShare)."]
+            f"{p:.1f} ± {se:.1f} us more at one client{slope} (remote_us, fitted with fio placed away beside "
+            f"its baseline). RocksDB's readers were woken away on {share} (medians of awayShare)."]
 
 
 def _excess_clause(gap: pd.DataFrame | None) -> str:

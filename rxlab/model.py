@@ -91,13 +91,18 @@ fio job pinned away from the interrupt's CPU reads about 30 us slower here).
 Every rxlab row carries `awayShare`, the share of its calls (fio: IOs) that
 returned on a CPU other than the interrupt's (rxlab.metrics), and each such
 read costs remote_us more, in fio's device term and in RocksDB's reads
-alike: latency += reads_per_query x awayShare x remote_us. The study
-identifies remote_us with one fio run per repetition pinned away from the
-interrupt's CPU (awayShare 1; `baseline=False`, so it informs the fit and is
-never io.eff's denominator); fio left to the scheduler keeps both its jobs on
-the interrupt's CPU (awayShare about 0.02 at two jobs) while RocksDB's
-readers spread (about 0.45 at two clients). Without a spread of awayShare of
-at least AWAY_SPREAD the term is held at 0 and says why. Like the wait, it
+alike: latency += reads_per_query x awayShare x remote(clients), remote a
+line in clients (remote_us + remote_per_thread_us per extra client: with two
+readers spread over the CPUs both vCPUs keep halting and waking, and the
+emulated disk itself answers slower, rxlab.device_load). The study
+identifies it with fio placed away from the interrupt's CPU beside each
+baseline (one job pinned to another CPU, awayShare 1; two jobs one per CPU,
+awayShare 0.5; `baseline=False`, so they inform the fit and are never io.eff's
+denominator); fio left to the scheduler keeps both its jobs on the
+interrupt's CPU (awayShare about 0.02 at two jobs) while RocksDB's readers
+spread (about 0.45 at two clients). Without a spread of awayShare of at
+least AWAY_SPREAD (at two client counts, for the slope) a term is held at 0
+and says why. Like the wait, it
 sits inside the smooth max with an emulated delay, whose deadline wait ends
 on the reader's own CPU.
 
@@ -170,14 +175,16 @@ PARAMS = {
     "overlap_per_thread_us": "us per read per extra client",
     # a read whose reader sleeps away from the CPU that takes the disk's interrupts is woken by
     # an inter-processor wake-up, in no CPU, run-queue or disk counter; times each row's awayShare
-    "remote_us": "us per read woken away from the interrupt's CPU",
+    "remote_us": "us per read woken away from the interrupt's CPU, one client",
+    "remote_per_thread_us": "us per read woken away, per extra client",
 }
 DEVICES = ("curve", "baseline", "iostat")
 _CURVE_ONLY = ("dev_1_us", "dev_per_thread_us")
 _IOSTAT_ONLY = ("overlap_us", "overlap_per_thread_us")
 # Value a parameter is held at when the data cannot identify it.
 NEUTRAL = {"dev_1_us": 0.0, "dev_per_thread_us": 0.0, "delay_offset_us": 30.0, "size_penalty_us_per_kib": 0.0,
-           "wait_per_thread_us": 0.0, "overlap_us": 0.0, "overlap_per_thread_us": 0.0, "remote_us": 0.0}
+           "wait_per_thread_us": 0.0, "overlap_us": 0.0, "overlap_per_thread_us": 0.0, "remote_us": 0.0,
+           "remote_per_thread_us": 0.0}
 # remote_us is fitted only where the rows' awayShare spans at least this much (e.g. a fio run
 # pinned away from the interrupt's CPU beside the baseline's, which stays on it).
 AWAY_SPREAD = 0.3
@@ -481,12 +488,17 @@ def _per_read(p: Mapping[str, float], threads, io_lat=None):
     return np.asarray(io_lat, float) - (p["overlap_us"] + p["overlap_per_thread_us"] * (threads - 1.0))
 
 
+def _remote(p: Mapping[str, float], threads):
+    """What a read woken away from the interrupt's CPU costs (us), a line in clients."""
+    return p["remote_us"] + p["remote_per_thread_us"] * (np.asarray(threads, float) - 1.0)
+
+
 def _device(p: Mapping[str, float], threads, delay, io_lat=None, away=0.0):
     """Device latency per read (us, the non-CPU part) at a concurrency and emulated delay; a
     share `away` of the reads also pays the remote wake-up (hidden by a delay's deadline, whose
     wait ends on the reader's own CPU)."""
     delay = np.asarray(delay, float)
-    base = _per_read(p, threads, io_lat) + np.asarray(away, float) * p["remote_us"]
+    base = _per_read(p, threads, io_lat) + np.asarray(away, float) * _remote(p, threads)
     return np.where(delay > 0, _smax(base, delay - p["delay_offset_us"]), base)
 
 
@@ -508,13 +520,13 @@ def _latency(p: Mapping[str, float], cpu, reads, reqsz, threads, *, delay, bs_ki
     reads = np.asarray(reads, float)
     curve = _per_read(p, threads, io_lat)
     wait = p["wait_us"] + p["wait_per_thread_us"] * (threads - 1.0)
-    remote = np.asarray(away, float) * p["remote_us"]
+    remote = np.asarray(away, float) * _remote(p, threads)
     if device is None:
         undelayed = reads * (curve + remote) + wait
         deadline = reads * (delay - p["delay_offset_us"])
     else:  # the matched fio device latency (lat - cpuPer) at the row's delay: the deadline already in it
         device = np.asarray(device, float)
-        own = device - np.asarray(device_away, float) * p["remote_us"]
+        own = device - np.asarray(device_away, float) * _remote(p, threads)
         undelayed = reads * (np.where(delay > 0, curve, own) + remote) + wait
         deadline = reads * device
     io = np.where(delay > 0, _smax(undelayed, deadline), undelayed)
@@ -577,7 +589,7 @@ class ModelFit:
         out[RUNQ] = rows[RUNQ]
         out["reads_per_query"] = rows["reads_per_query"]
         out[AWAY] = rows[AWAY]
-        out["remote_wake_us"] = rows["reads_per_query"] * rows[AWAY] * p["remote_us"]
+        out["remote_wake_us"] = rows["reads_per_query"] * rows[AWAY] * _remote(p, rows["threads"])
         out["device_us"] = _device(p, rows["threads"], rows["delay_us"], io_lat) if dev is None else dev
         out["lat_pred_us"] = lat
         out["qps_pred"] = rows["threads"] * 1e6 / lat
@@ -648,10 +660,14 @@ def _identifiable(fio: pd.DataFrame, db: pd.DataFrame,
         held["size_penalty_us_per_kib"] = "reqsz does not vary (< 0.1 KiB)"
     if db["threads"].nunique() < 2:
         held["wait_per_thread_us"] = "RocksDB rows at one thread count"
-    away = pd.concat([fio[AWAY], db[AWAY]])
-    if away.max() - away.min() < AWAY_SPREAD:
+    rows = pd.concat([fio[[AWAY, "threads"]], db[[AWAY, "threads"]]])
+    spread = rows.groupby("threads")[AWAY].agg(lambda a: a.max() - a.min())
+    if spread.max() < AWAY_SPREAD:
         held["remote_us"] = (f"awayShare spans less than {AWAY_SPREAD:g} (no run with its reads woken "
                              "away from the interrupt's CPU)")
+    if (spread >= AWAY_SPREAD).sum() < 2:
+        held["remote_per_thread_us"] = (f"awayShare spans {AWAY_SPREAD:g} or more at fewer than two client "
+                                        "counts")
     return [p for p in PARAMS if p not in held], held
 
 
@@ -709,7 +725,8 @@ def _initial(fio: pd.DataFrame, device: str = "curve") -> dict[str, float]:
     ovl_1, ovl_slope = line(undelayed["io.lat"].to_numpy(float) - dev) if device == "iostat" else (0.0, 0.0)
     return {"dev_1_us": dev_1, "dev_per_thread_us": dev_slope, "delay_offset_us": 30.0,
             "size_penalty_us_per_kib": 0.0, "wait_us": 0.0, "wait_per_thread_us": 0.0,
-            "overlap_us": ovl_1, "overlap_per_thread_us": ovl_slope, "remote_us": 0.0}
+            "overlap_us": ovl_1, "overlap_per_thread_us": ovl_slope, "remote_us": 0.0,
+            "remote_per_thread_us": 0.0}
 
 
 def _fit_free(fio, db, free, held, start, *, bs_kib, device, weights):

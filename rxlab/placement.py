@@ -21,8 +21,6 @@ split into CPU, wait for a CPU and the rest.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -185,17 +183,9 @@ def measure(directory=None, *, size: int = 2 << 30, runtime: float = 5, repeats:
     deleted afterwards; every run stored under `root` (default: the store's)."""
     from . import store
 
-    temp = directory is None
-    work = Path(tempfile.mkdtemp(prefix="rxlab-placement-")) if temp else Path(directory)
-    work.mkdir(parents=True, exist_ok=True)
-    f = work / f"placement-{os.getpid()}.data"
-    try:
+    with rawio.scratch_file(directory, "placement") as f:
         return run(f, runtime=runtime, repeats=repeats, size=size, progress=progress,
                    root=root if root is not None else store.default_root(), scale=scale)
-    finally:
-        f.unlink(missing_ok=True)
-        if temp:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:

@@ -34,6 +34,25 @@ def parse_size(v) -> int:
         raise ValueError(f"size {v!r}: expected a number with an optional k, m, g or t suffix") from None
 
 
+@contextlib.contextmanager
+def scratch_file(directory=None, name: str = "rawio"):
+    """A file path for one measurement, `<name>-<pid>.data` in `directory` (created if needed;
+    default: a new temporary directory); the file, and a temporary directory, are removed after."""
+    import shutil
+    import tempfile
+
+    temp = directory is None
+    work = Path(tempfile.mkdtemp(prefix=f"rxlab-{name}-")) if temp else Path(directory)
+    work.mkdir(parents=True, exist_ok=True)
+    f = work / f"{name}-{os.getpid()}.data"
+    try:
+        yield f
+    finally:
+        f.unlink(missing_ok=True)
+        if temp:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def layout(filename: str | os.PathLike, size: int, quiet: bool = True) -> bool:
     """Create or extend `filename` to `size` bytes of real (non-sparse) data.
 

@@ -175,16 +175,15 @@ def test_with_delays():
 def test_plan_alternates_fio_and_rocksdb_and_rotates():
     p = ioeff.Params.checked(scale="smoke", repeats=2)
     pl = ioeff.plan(p)
-    assert len(pl) == 2 * (2 * 3 + 1)
+    assert len(pl) == 2 * 2 * 4
     first = pl[pl["rep"] == 0]
-    # undelayed at one client, fio also runs pinned away from the interrupt's CPU
-    assert first["tool"].tolist() == ["rxlab-fio", "rxlab-fio-away", "rocksdb", "rocksdb",
-                                      "rxlab-fio", "rocksdb", "rocksdb"]
-    assert first["threads"].tolist() == [1, 1, 1, 1, 2, 2, 2]
+    # undelayed, fio also runs placed away from the interrupt's CPU
+    assert first["tool"].tolist() == ["rxlab-fio", "rxlab-fio-away", "rocksdb", "rocksdb"] * 2
+    assert first["threads"].tolist() == [1, 1, 1, 1, 2, 2, 2, 2]
     assert first["block_align"].tolist()[2:4] == [True, False]
     second = pl[pl["rep"] == 1]
-    assert second["threads"].tolist() == [2, 2, 2, 1, 1, 1, 1]
-    assert second["block_align"].tolist()[1:3] == [False, True]
+    assert second["threads"].tolist() == [2, 2, 2, 2, 1, 1, 1, 1]
+    assert second["block_align"].tolist()[2:4] == [False, True]
     assert (ioeff.plan(p.with_delays([0, 100]))["tool"] == "rxlab-fio-away").sum() == 2  # delay 0 only
     for _, g in pl.groupby(["rep", "threads", "delay_us"]):
         assert g["tool"].iloc[0] == "rxlab-fio"   # every RocksDB run follows its own fio baseline

@@ -124,7 +124,7 @@ def test_fit_on_the_published_rows():
 # --------------------------------------------------------------------------- synthetic data
 
 IOSTAT_ONLY = {"overlap_us", "overlap_per_thread_us"}  # held unless device="iostat"
-REMOTE = {"remote_us"}  # held without rows whose reads were woken away from the interrupt's CPU
+REMOTE = {"remote_us", "remote_per_thread_us"}  # held without rows whose reads were woken away from the interrupt's CPU
 TRUE = {"dev_1_us": 35.0, "dev_per_thread_us": 6.0, "delay_offset_us": 40.0,
         "size_penalty_us_per_kib": 20.0, "wait_us": 10.0, "wait_per_thread_us": 2.0}
 # test: (RocksDB CPU per query above fio's at one client, reads per query, bloom)
@@ -327,11 +327,13 @@ def test_iostat_device_accounts_for_a_disk_slower_under_rocksdb():
                     r"device='iostat' needs io.lat .* 2 row\(s\) lack it")
 
 
-def remote_wakeups(seed=0, threads=(1, 2, 3), reps=3, remote=25.0):
+def remote_wakeups(seed=0, threads=(1, 2, 3), reps=3, remote=25.0, per_thread=0.0, spread=False):
     """Rows of a machine where a read whose reader sleeps away from the interrupt's CPU costs
     `remote` us more, in no counter (measured here: 18-36 us). fio's jobs stay on that CPU (2% of
     their reads away per extra job), RocksDB's readers spread (45% and 60% away at two and three
-    clients), and beside the baseline one fio run is pinned away (awayShare 1, baseline=False)."""
+    clients), and beside the baseline one fio run is pinned away (awayShare 1, baseline=False).
+    A remote read costs `per_thread` more per extra client; with `spread`, fio's jobs also run
+    one per CPU at every client count above one (awayShare 0.5, baseline=False)."""
     rng = np.random.default_rng(seed)
 
     def n():
@@ -344,14 +346,16 @@ def remote_wakeups(seed=0, threads=(1, 2, 3), reps=3, remote=25.0):
     rows = []
     for t, _ in itertools.product(threads, range(reps)):
         cpu_f = 11.0 * n()
-        for away, base in ((0.02 * (t - 1), True), *(((1.0, False),) if t == 1 else ())):
-            lat = cpu_f + (dev(t) + away * remote) * n()
+        cost = remote + per_thread * (t - 1)
+        placed = ((1.0, False),) if t == 1 else (((0.5, False),) if spread else ())
+        for away, base in ((0.02 * (t - 1), True), *placed):
+            lat = cpu_f + (dev(t) + away * cost) * n()
             rows.append({"tool": "fio", "test": "fio", "threads": t, "delay_us": 0, "block_align": True,
                          "qps": t * 1e6 / lat, "iops": t * 1e6 / lat, "reqsz": 8.0, "usPer": 1.4,
                          "cpuPer": cpu_f, "rx.lat": lat, "awayShare": away, "baseline": base})
         for test, (inc, r, bloom) in TESTS.items():
             cpu = (11.0 + inc) * n()
-            qps = t * 1e6 / (cpu + r * (dev(t) + away_db[t] * remote) * n() + 8.0)
+            qps = t * 1e6 / (cpu + r * (dev(t) + away_db[t] * cost) * n() + 8.0)
             rows.append({"tool": "rxlab", "test": test, "threads": t, "delay_us": 0, "block_align": True,
                          "bloom": bloom, "qps": qps, "iops": qps * r, "reqsz": 8.0, "usPer": cpu - 9.0,
                          "cpuPer": cpu, "rx.lat": t * 1e6 / qps, "awayShare": away_db[t]})
@@ -368,6 +372,12 @@ def test_reads_woken_away_from_the_interrupts_cpu_predict_more_clients_from_one(
     assert ev.fit.params["remote_us"] == pytest.approx(25.0, rel=0.05)
     assert ev.rows["err_iops_pct"].abs().max() < 1.0
     assert ev.rows["remote_wake_us"].max() == pytest.approx(1.25 * 0.6 * 25.0, rel=0.05)
+    assert ev.fit.held["remote_per_thread_us"].startswith("awayShare spans 0.3 or more at fewer than two")
+    # a remote read dearer with more clients: fio spread one job per CPU identifies the slope
+    grows = remote_wakeups(seed=1, per_thread=12.0, spread=True)
+    ev2 = model.evaluate(grows, fit_on=(grows["threads"] == 1).to_numpy())
+    assert ev2.fit.params["remote_per_thread_us"] == pytest.approx(12.0, rel=0.1)
+    assert ev2.rows["err_iops_pct"].abs().max() < 1.0
     # the pinned run is no baseline: io.eff's denominator at one client is the baseline's alone
     base = df[(df["tool"] == "fio") & df["baseline"] & (df["threads"] == 1)]
     assert ev.fit.baselines.loc[(1.0, 0.0), "iops"] == pytest.approx(base["iops"].mean())
