@@ -80,14 +80,17 @@ does not predict from fio's device; it tests the accounting. On the study of
 split within 2.2%: what fio's device cannot carry is the disk itself being
 slower under RocksDB's reads (iostat's io.lat 5 us above fio's at one
 client and 18 us at two with block_align, 11 and 14 us without it, whose
-reads are larger; `latency_gap`'s io_lat_excess_us). Whether busy vCPUs
-slow the virtual disk was probed with SCHED_IDLE spinners on every CPU and
-left open: two probes minutes apart moved fio's io.lat by +11 and -3 us.
+reads are larger; `latency_gap`'s io_lat_excess_us). Busy vCPUs do slow the
+virtual disk (rxlab.device_load, four runs on 2026-11-26): one fio job on the
+interrupt's CPU read 10.6-15.0 us slower by iostat when the other vCPU was
+kept busy by a spinning process that does no IO; its own 40 us of spinning
+between reads cost 1.2-10.2 us, mostly inside the repetitions' spread. (Two
+earlier probes with SCHED_IDLE spinners on every CPU disagreed, +11 and -3 us.)
 
 Where the readers were woken (`remote_us`): a blocking read ends with the
 disk's interrupt on one CPU; a reader asleep on another CPU is woken by an
 inter-processor wake-up, which no CPU, run-queue or disk counter holds (one
-fio job pinned away from the interrupt's CPU reads about 30 us slower here).
+fio job pinned away from the interrupt's CPU reads 18-31 us slower here).
 Every rxlab row carries `awayShare`, the share of its calls (fio: IOs) that
 returned on a CPU other than the interrupt's (rxlab.metrics), and each such
 read costs remote_us more, in fio's device term and in RocksDB's reads
@@ -102,9 +105,8 @@ denominator); fio left to the scheduler keeps both its jobs on the
 interrupt's CPU (awayShare about 0.02 at two jobs) while RocksDB's readers
 spread (about 0.45 at two clients). Without a spread of awayShare of at
 least AWAY_SPREAD (at two client counts, for the slope) a term is held at 0
-and says why. Like the wait, it
-sits inside the smooth max with an emulated delay, whose deadline wait ends
-on the reader's own CPU.
+and says why. Like the wait, it sits inside the smooth max with an emulated
+delay, whose deadline wait ends on the reader's own CPU.
 
 The wait sits inside the max with the emulated delay because the delay is a
 completion deadline: it hides whatever makes the device slower under RocksDB
