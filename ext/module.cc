@@ -401,8 +401,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("rawio", [](const std::string& filename, const std::string& engine, const std::string& rw,
                     size_t bs, uint64_t size, bool direct, int iodepth, int numjobs, double runtime,
                     uint64_t seed, int iodepth_batch_submit, int iodepth_batch_complete_max,
-                    double thinktime, double thinktime_spin, bool cpus_split) {
-    rxlab::RawIoSpec sp{filename, engine, rw, bs, size, direct, iodepth, numjobs, runtime, seed,
+                    double thinktime, double thinktime_spin, bool cpus_split, size_t blockalign) {
+    rxlab::RawIoSpec sp{filename, engine, rw, bs, blockalign, size, direct, iodepth, numjobs, runtime, seed,
                         iodepth_batch_submit, iodepth_batch_complete_max, thinktime, thinktime_spin,
                         cpus_split};
     rxlab::RawIoResult r;
@@ -440,7 +440,7 @@ PYBIND11_MODULE(_core, m) {
      py::arg("numjobs") = 1, py::arg("runtime") = 10.0, py::arg("seed") = 1,
      py::arg("iodepth_batch_submit") = 1, py::arg("iodepth_batch_complete_max") = 1,
      py::arg("thinktime") = 0.0, py::arg("thinktime_spin") = 0.0, py::arg("cpus_split") = false,
-     "rxlab's fio: IO through an rxlab engine, measured like RocksDB.");
+     py::arg("blockalign") = 0, "rxlab's fio: IO through an rxlab engine, measured like RocksDB.");
 
   py::class_<PyIterator>(m, "Iterator")
       .def("seek", &PyIterator::Seek)

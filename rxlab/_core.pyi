@@ -28,9 +28,11 @@ def rawio(filename: str, engine: str = "posix", rw: str = "randread", bs: int = 
           direct: bool = True, iodepth: int = 1, numjobs: int = 1, runtime: float = 10.0,
           seed: int = 1, iodepth_batch_submit: int = 1,
           iodepth_batch_complete_max: int = 1, thinktime: float = 0.0,
-          thinktime_spin: float = 0.0, cpus_split: bool = False) -> dict[str, Any]:
+          thinktime_spin: float = 0.0, cpus_split: bool = False,
+          blockalign: int = 0) -> dict[str, Any]:
     """rxlab's fio: IO through an rxlab engine, measured like RocksDB; each job's
-    `ios_by_cpu[i]` counts the IOs it completed on CPU i."""
+    `ios_by_cpu[i]` counts the IOs it completed on CPU i. Random offsets are
+    multiples of blockalign (0: bs)."""
 
 class Iterator:
     def seek(self, key: str | bytes) -> None: ...

@@ -244,7 +244,7 @@ def _fio(argv) -> int:
     kw = {k: a[k] for k in ("rw", "bs", "size", "direct", "ioengine", "iodepth", "numjobs", "runtime",
                             "ramp_time", "engine_options", "seed", "iodepth_batch_submit",
                             "iodepth_batch_complete_max", "thinktime", "thinktime_spin",
-                            "cpus_allowed_policy", "cpus_allowed") if k in a}
+                            "cpus_allowed_policy", "cpus_allowed", "blockalign") if k in a}
     name = a.get("name") or "fio"
     if a.get("real") and (kw.get("thinktime") or kw.get("thinktime_spin")):
         # Checked before anything runs. fio 3.33 never finished a job with
@@ -257,7 +257,8 @@ def _fio(argv) -> int:
     stored = {"rxlab": rawio.store_rows(a.get("runs_dir"), a["filename"], rows,
                                         {"tool": "rxlab-fio", "name": name}, **kw)}
     if a.get("real"):
-        batching = {k: kw[k] for k in ("iodepth_batch_submit", "iodepth_batch_complete_max") if k in kw}
+        batching = {k: kw[k] for k in ("iodepth_batch_submit", "iodepth_batch_complete_max", "blockalign")
+                    if k in kw}
         if kw.get("cpus_allowed") or kw.get("cpus_allowed_policy") == "split":
             # fio splits the set given by cpus_allowed
             everything = ",".join(map(str, sorted(os.sched_getaffinity(0))))

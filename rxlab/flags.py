@@ -102,7 +102,7 @@ FIO_FLAGS: dict[str, Callable] = {
     "ramp_time": _float, "engine_options": _str, "json": _bool, "quiet": _bool, "real": _bool,
     "runs_dir": _str, "seed": _int, "iodepth_batch_submit": _int, "iodepth_batch_complete_max": _int,
     "thinktime": _float, "thinktime_spin": _float, "cpus_allowed_policy": _str,
-    "cpus_allowed": _str,
+    "cpus_allowed": _str, "blockalign": _str,
 }
 
 

@@ -69,6 +69,15 @@ FIO_TOOL = "rxlab-fio"
 # remote_us) no CPU, run-queue or disk counter holds. Not a baseline: io.eff's denominator stays
 # FIO_TOOL, fio left to the scheduler, which keeps its jobs on the interrupt's CPU.
 FIO_AWAY_TOOL = "rxlab-fio-away"
+# fio reading the way RocksDB reads without block_align: blocks a little over 8 KiB (bs=8704)
+# that start anywhere in a page (blockalign=512); one job left to the scheduler as the baseline
+# is, more jobs one per CPU as RocksDB's readers spread (and as FIO_AWAY_TOOL runs them, so the
+# two differ in the reads alone). It identifies rxlab.model's size penalty from fio, at every
+# client count. Run only where the study has block_align off; not a baseline either.
+FIO_UNALIGNED_TOOL = "rxlab-fio-unaligned"
+UNALIGNED_BS, UNALIGNED_ALIGN = BLOCK_BYTES + 512, 512
+# run kind (the run name's suffix) of each fio tool
+FIO_KINDS = {FIO_TOOL: "fio", FIO_AWAY_TOOL: "fioaway", FIO_UNALIGNED_TOOL: "fio512"}
 DB_TOOL = "rocksdb"
 RUN_PREFIX = "ioeff-"
 
@@ -318,7 +327,7 @@ def _run_name(study: str, rep: int, threads: int, delay: int, kind: str) -> str:
 
 
 _NAME_RE = re.compile(r"^ioeff-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-r(?P<rep>\d+)-t(?P<threads>\d+)"
-                      r"-d(?P<delay>\d+)-(?P<kind>fio|fioaway|ba0|ba1)$")
+                      r"-d(?P<delay>\d+)-(?P<kind>fio|fioaway|fio512|ba0|ba1)$")
 
 
 def plan(params: Params) -> pd.DataFrame:
@@ -329,7 +338,8 @@ def plan(params: Params) -> pd.DataFrame:
     of the delays, thread counts and block_align settings, so no configuration
     always runs first (after a cold start) or last. Undelayed, fio also runs
     placed away from the interrupt's CPU (FIO_AWAY_TOOL: one job pinned to
-    another CPU, more jobs one per CPU), right after the baseline.
+    another CPU, more jobs one per CPU), right after the baseline, and where
+    block_align off is studied, reading unaligned blocks (FIO_UNALIGNED_TOOL).
     """
     rows = []
     for rep in range(params.settings().repeats):
@@ -339,6 +349,9 @@ def plan(params: Params) -> pd.DataFrame:
                 if d == 0:
                     rows.append({"rep": rep, "delay_us": d, "threads": t, "tool": FIO_AWAY_TOOL,
                                  "block_align": None})
+                    if False in params.block_align:
+                        rows.append({"rep": rep, "delay_us": d, "threads": t, "tool": FIO_UNALIGNED_TOOL,
+                                     "block_align": None})
                 for ba in _rot(params.block_align, rep):
                     rows.append({"rep": rep, "delay_us": d, "threads": t, "tool": DB_TOOL, "block_align": ba})
     return pd.DataFrame(rows, columns=["rep", "delay_us", "threads", "tool", "block_align"])
@@ -358,26 +371,31 @@ def away_cpu(path) -> int | None:
 
 
 def _run_fio(params: Params, s: Settings, filename: Path, *, study: str, rep: int, threads: int, delay: int,
-             root: Path, away: bool = False) -> Path | None:
-    """rxlab fio (sync, qd1, numjobs=threads) on `filename`, stored as a run of its own; with
-    `away`, one job pinned to a CPU other than the interrupt's, more jobs pinned one per CPU
-    (None when this process has one CPU or the interrupt's CPU is unknown)."""
+             root: Path, tool: str = FIO_TOOL) -> Path | None:
+    """rxlab fio (sync, qd1, numjobs=threads) on `filename`, stored as a run of its own.
+
+    tool FIO_AWAY_TOOL: one job pinned to a CPU other than the interrupt's, more jobs pinned one
+    per CPU; FIO_UNALIGNED_TOOL: unaligned blocks of bs=8704, more than one job pinned one per
+    CPU. None when a placed run cannot be placed (one CPU, or the interrupt's CPU is unknown).
+    """
     from . import rawio
 
-    placed = {}
-    if away:
+    placed, shape = {}, {"bs": BLOCK_BYTES}
+    if tool == FIO_AWAY_TOOL or (tool == FIO_UNALIGNED_TOOL and threads > 1):
         cpu = away_cpu(filename)
         if cpu is None:
             return None
-        placed = {"cpus_allowed": str(cpu)} if threads == 1 else {"cpus_allowed_policy": "split"}
+        placed = ({"cpus_allowed": str(cpu)} if threads == 1 and tool == FIO_AWAY_TOOL
+                  else {"cpus_allowed_policy": "split"})
+    if tool == FIO_UNALIGNED_TOOL:
+        shape = {"bs": UNALIGNED_BS, "blockalign": UNALIGNED_ALIGN}
     opts = f"delay_us={delay}" if delay else ""
-    meta = {"name": _run_name(study, rep, threads, delay, "fioaway" if away else "fio"),
-            "tool": FIO_AWAY_TOOL if away else FIO_TOOL, "study": study,
+    meta = {"name": _run_name(study, rep, threads, delay, FIO_KINDS[tool]), "tool": tool, "study": study,
             "rep": rep, "threads": threads, "delay_us": delay, "scale": params.scale,
             "study_backend": params.backend}
-    return rawio.run_stored(root, filename, meta, rw="randread", bs=BLOCK_BYTES, size=s.fio_size, direct=True,
+    return rawio.run_stored(root, filename, meta, rw="randread", size=s.fio_size, direct=True,
                             ioengine="sync", iodepth=1, numjobs=threads, runtime=s.fio_runtime,
-                            ramp_time=s.fio_ramp, engine_options=opts, seed=rep + 1, **placed)
+                            ramp_time=s.fio_ramp, engine_options=opts, seed=rep + 1, **shape, **placed)
 
 
 def _run_db(params: Params, s: Settings, db: Path, *, study: str, rep: int, threads: int, delay: int,
@@ -459,11 +477,12 @@ def run_study(params: Params, root: str | os.PathLike | None = None, progress: b
         bar = tqdm(steps.itertuples(index=False), total=len(steps), desc=f"ioeff {params.scale}",
                    unit="run", disable=not progress)
         for r in bar:
-            what = {FIO_TOOL: "fio", FIO_AWAY_TOOL: "fio away"}.get(r.tool, f"block_align={r.block_align}")
+            what = {FIO_TOOL: "fio", FIO_AWAY_TOOL: "fio away",
+                    FIO_UNALIGNED_TOOL: "fio unaligned"}.get(r.tool, f"block_align={r.block_align}")
             bar.set_postfix_str(f"rep {r.rep} delay {r.delay_us} threads {r.threads} {what}")
-            if r.tool in (FIO_TOOL, FIO_AWAY_TOOL):
+            if r.tool in FIO_KINDS:
                 run = _run_fio(params, s, fio_file, study=study, rep=r.rep, threads=r.threads,
-                               delay=r.delay_us, root=root, away=r.tool == FIO_AWAY_TOOL)
+                               delay=r.delay_us, root=root, tool=r.tool)
                 if run is not None:
                     runs.append(run)
             else:
@@ -488,7 +507,7 @@ def study_frame(cat: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=[*_KEYS, *metrics.SEED_COLUMNS])
     m = cat["run_name"].astype(str).str.extract(_NAME_RE)
     keep = m["study"].notna()
-    is_fio = m["kind"].isin(["fio", "fioaway"])
+    is_fio = m["kind"].isin(list(FIO_KINDS.values()))
     if "job" in cat.columns:  # fio runs: the total row only (per-job rows stay in the store)
         keep &= ~is_fio | (cat["job"].astype(str) == "total")
     cat, m, is_fio = cat[keep].copy(), m[keep], is_fio[keep]
@@ -501,10 +520,10 @@ def study_frame(cat: pd.DataFrame) -> pd.DataFrame:
     cat = cat.drop(columns=[c for c in ("backend", "tool", "block_align") if c in cat.columns])
     keys = pd.DataFrame({
         "study": m["study"], "rep": m["rep"].astype(int),
-        "tool": np.where(m["kind"] == "fioaway", FIO_AWAY_TOOL, np.where(is_fio, FIO_TOOL, DB_TOOL)),
+        "tool": m["kind"].map({k: t for t, k in FIO_KINDS.items()}).fillna(DB_TOOL),
         "backend": np.where(is_fio, study_backend.astype(str), uri.map(_strip_delay)),
         "threads": m["threads"].astype(int),
-        "block_align": m["kind"].map({"ba1": True, "ba0": False, "fio": None, "fioaway": None}).astype(object),
+        "block_align": m["kind"].map({"ba1": True, "ba0": False}).astype(object),
         "delay_us": m["delay"].astype(int), "backend_uri": uri}, index=cat.index)
     derived = metrics.seed_columns(cat)
     # other studies' runs in the same store may carry columns of these names: the keys win
@@ -951,15 +970,16 @@ def model_rows(*results: StudyResult) -> pd.DataFrame:
     Columns: study, rep, tool, backend, threads, delay_us, block_align,
     bloom (readrandom and readrandom2 have bloom filters, readrandom3 not),
     test, run_id, the seeds' columns, runqPer and awayShare where measured, and
-    `baseline` (False for the fio run pinned away from the interrupt's CPU,
-    which informs the model's remote_us but is no io.eff denominator).
+    `baseline` (False for the fio runs placed away from the interrupt's CPU or
+    reading unaligned blocks, which inform the model's remote_us and size
+    penalty but are no io.eff denominator).
     """
     parts = []
     for r in results:
         if r is None:
             continue
         f = r.frame
-        keep = f["tool"].isin([FIO_TOOL, FIO_AWAY_TOOL]) | ((f["tool"] == DB_TOOL) & f["test"].isin(SEED_TESTS))
+        keep = f["tool"].isin(list(FIO_KINDS)) | ((f["tool"] == DB_TOOL) & f["test"].isin(SEED_TESTS))
         # studies stored before the wait for a CPU (or where the readers woke) was measured lack it
         extra = [c for c in (model.RUNQ, model.AWAY) if c in f.columns]
         parts.append(f.loc[keep, [*_KEYS, *[c for c in DB_COLUMNS if c != "test"], *extra]])
@@ -968,7 +988,7 @@ def model_rows(*results: StudyResult) -> pd.DataFrame:
     out = pd.concat(parts, ignore_index=True)
     out["bloom"] = out["test"].map(model.SEED_BLOOM).astype(object).where(out["tool"] == DB_TOOL, False)
     out["bloom"] = out["bloom"].astype(bool)
-    out["baseline"] = out["tool"] != FIO_AWAY_TOOL
+    out["baseline"] = ~out["tool"].isin([t for t in FIO_KINDS if t != FIO_TOOL])
     return out
 
 
@@ -978,7 +998,7 @@ def _fio_mask(rows: pd.DataFrame) -> pd.Series:
 
 
 def _baseline_mask(rows: pd.DataFrame) -> pd.Series:
-    """fio rows that are io.eff's denominator (not the run pinned away from the interrupt's CPU)."""
+    """fio rows that are io.eff's denominator (not the placed or unaligned runs beside them)."""
     base = rows["baseline"].fillna(True).astype(bool) if "baseline" in rows.columns else True
     return _fio_mask(rows) & base
 

@@ -168,7 +168,8 @@ PARAMS = {
     "dev_1_us": "us per read",            # device latency at one client, no delay
     "dev_per_thread_us": "us per read per extra client",
     "delay_offset_us": "us",              # delay - offset is the non-CPU time a delayed read waits
-    "size_penalty_us_per_kib": "us per read per KiB above bs",
+    "size_penalty_us_per_kib": "us per read per KiB above bs, one client",
+    "size_penalty_per_thread_us_per_kib": "us per read per KiB above bs, per extra client",
     "wait_us": "us per query",            # latency not explained by CPU + device
     "wait_per_thread_us": "us per query per extra client",
     # device="iostat" only: each row's own io.lat is its device term, less the reader's CPU that
@@ -185,11 +186,15 @@ _CURVE_ONLY = ("dev_1_us", "dev_per_thread_us")
 _IOSTAT_ONLY = ("overlap_us", "overlap_per_thread_us")
 # Value a parameter is held at when the data cannot identify it.
 NEUTRAL = {"dev_1_us": 0.0, "dev_per_thread_us": 0.0, "delay_offset_us": 30.0, "size_penalty_us_per_kib": 0.0,
+           "size_penalty_per_thread_us_per_kib": 0.0,
            "wait_per_thread_us": 0.0, "overlap_us": 0.0, "overlap_per_thread_us": 0.0, "remote_us": 0.0,
            "remote_per_thread_us": 0.0}
 # remote_us is fitted only where the rows' awayShare spans at least this much (e.g. a fio run
 # pinned away from the interrupt's CPU beside the baseline's, which stays on it).
 AWAY_SPREAD = 0.3
+# The size penalty is fitted only where reqsz spans at least this many KiB (block_align off, or
+# fio reading bs=8704 at 512-byte offsets beside the baseline).
+SIZE_SPREAD_KIB = 0.1
 # Width of the smooth max between the device's own latency and the emulated
 # delay: real device latencies spread, so E[max(X, D)] bends rather than kinks.
 DELAY_SMOOTH_US = 5.0
@@ -490,17 +495,23 @@ def _per_read(p: Mapping[str, float], threads, io_lat=None):
     return np.asarray(io_lat, float) - (p["overlap_us"] + p["overlap_per_thread_us"] * (threads - 1.0))
 
 
+def _size(p: Mapping[str, float], threads):
+    """What each KiB a read carries above bs costs (us), a line in clients."""
+    return p["size_penalty_us_per_kib"] + p["size_penalty_per_thread_us_per_kib"] * (np.asarray(threads, float) - 1.0)
+
+
 def _remote(p: Mapping[str, float], threads):
     """What a read woken away from the interrupt's CPU costs (us), a line in clients."""
     return p["remote_us"] + p["remote_per_thread_us"] * (np.asarray(threads, float) - 1.0)
 
 
-def _device(p: Mapping[str, float], threads, delay, io_lat=None, away=0.0):
+def _device(p: Mapping[str, float], threads, delay, io_lat=None, away=0.0, excess_kib=0.0):
     """Device latency per read (us, the non-CPU part) at a concurrency and emulated delay; a
     share `away` of the reads also pays the remote wake-up (hidden by a delay's deadline, whose
-    wait ends on the reader's own CPU)."""
+    wait ends on the reader's own CPU), and reads `excess_kib` above bs pay the size penalty."""
     delay = np.asarray(delay, float)
-    base = _per_read(p, threads, io_lat) + np.asarray(away, float) * _remote(p, threads)
+    base = (_per_read(p, threads, io_lat) + np.asarray(away, float) * _remote(p, threads)
+            + np.asarray(excess_kib, float) * _size(p, threads))
     return np.where(delay > 0, _smax(base, delay - p["delay_offset_us"]), base)
 
 
@@ -532,7 +543,7 @@ def _latency(p: Mapping[str, float], cpu, reads, reqsz, threads, *, delay, bs_ki
         undelayed = reads * (np.where(delay > 0, curve, own) + remote) + wait
         deadline = reads * device
     io = np.where(delay > 0, _smax(undelayed, deadline), undelayed)
-    size = reads * p["size_penalty_us_per_kib"] * (np.asarray(reqsz, float) - bs_kib)
+    size = reads * _size(p, threads) * (np.asarray(reqsz, float) - bs_kib)
     return np.asarray(cpu, float) + size + io
 
 
@@ -657,9 +668,14 @@ def _identifiable(fio: pd.DataFrame, db: pd.DataFrame,
         held[per_thread] = "one thread count: concurrency not varied"
     if not ((fio["delay_us"] > 0).any() or (db["delay_us"] > 0).any()):
         held["delay_offset_us"] = "no delay_us rows"
-    rq = pd.to_numeric(db["reqsz"])
-    if rq.max() - rq.min() < 0.1:
-        held["size_penalty_us_per_kib"] = "reqsz does not vary (< 0.1 KiB)"
+    sizes = pd.concat([pd.DataFrame({"reqsz": _fio_reqsz(fio), "threads": fio["threads"]}),
+                       pd.DataFrame({"reqsz": pd.to_numeric(db["reqsz"]), "threads": db["threads"]})])
+    size_spread = sizes.groupby("threads")["reqsz"].agg(lambda r: r.max() - r.min())
+    if sizes["reqsz"].max() - sizes["reqsz"].min() < SIZE_SPREAD_KIB:
+        held["size_penalty_us_per_kib"] = f"reqsz does not vary (< {SIZE_SPREAD_KIB:g} KiB)"
+    if (size_spread >= SIZE_SPREAD_KIB).sum() < 2:
+        held["size_penalty_per_thread_us_per_kib"] = (f"reqsz spans {SIZE_SPREAD_KIB:g} KiB or more at fewer "
+                                                      "than two client counts")
     if db["threads"].nunique() < 2:
         held["wait_per_thread_us"] = "RocksDB rows at one thread count"
     rows = pd.concat([fio[[AWAY, "threads"]], db[[AWAY, "threads"]]])
@@ -671,6 +687,12 @@ def _identifiable(fio: pd.DataFrame, db: pd.DataFrame,
         held["remote_per_thread_us"] = (f"awayShare spans {AWAY_SPREAD:g} or more at fewer than two client "
                                         "counts")
     return [p for p in PARAMS if p not in held], held
+
+
+def _fio_reqsz(fio: pd.DataFrame, bs_kib: float = DEFAULT_BS_KIB) -> pd.Series:
+    """KiB per read of fio rows: their measured reqsz, else bs (the published rows, older runs)."""
+    rq = pd.to_numeric(fio["reqsz"], errors="coerce") if "reqsz" in fio.columns else None
+    return (rq if rq is not None else pd.Series(np.nan, index=fio.index)).fillna(bs_kib).astype(float)
 
 
 def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
@@ -686,6 +708,7 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
                                                  "delay_us", "lat_meas_us", "fio_device_us", AWAY,
                                                  "fio_awayShare")}
     away_f = fio[AWAY].to_numpy(float)
+    excess_f = _fio_reqsz(fio, bs_kib).to_numpy(float) - bs_kib
     reqsz = pd.to_numeric(db["reqsz"]).to_numpy(float)
     dev_override = cols["fio_device_us"] if device == "baseline" else None
     iostat = device == "iostat"
@@ -700,7 +723,7 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
 
     def resid(x):
         p = unpack(x)
-        r_f = _device(p, t_f, d_f, io_f, away_f) / dev_obs - 1.0
+        r_f = _device(p, t_f, d_f, io_f, away_f, excess_f) / dev_obs - 1.0
         lat = _latency(p, cols["cpuPer"] + cols[_RUNQ_COUNTED], cols["reads_per_query"], reqsz,
                        cols["threads"], delay=cols["delay_us"], bs_kib=bs_kib, device=dev_override,
                        io_lat=io_d, away=cols[AWAY], device_away=cols["fio_awayShare"])
@@ -726,7 +749,7 @@ def _initial(fio: pd.DataFrame, device: str = "curve") -> dict[str, float]:
     dev_1, dev_slope = line(dev)
     ovl_1, ovl_slope = line(undelayed["io.lat"].to_numpy(float) - dev) if device == "iostat" else (0.0, 0.0)
     return {"dev_1_us": dev_1, "dev_per_thread_us": dev_slope, "delay_offset_us": 30.0,
-            "size_penalty_us_per_kib": 0.0, "wait_us": 0.0, "wait_per_thread_us": 0.0,
+            "size_penalty_us_per_kib": 0.0, "size_penalty_per_thread_us_per_kib": 0.0, "wait_us": 0.0, "wait_per_thread_us": 0.0,
             "overlap_us": ovl_1, "overlap_per_thread_us": ovl_slope, "remote_us": 0.0,
             "remote_per_thread_us": 0.0}
 

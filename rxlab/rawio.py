@@ -125,8 +125,13 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
         iodepth: int = 1, numjobs: int = 1, runtime: float = 10, ramp_time: float = 1,
         engine_options: str = "", seed: int = 1, iodepth_batch_submit: int = 1,
         iodepth_batch_complete_max: int = 1, thinktime: float = 0, thinktime_spin: float = 0,
-        cpus_allowed_policy: str = "shared", cpus_allowed: str | None = None) -> list[dict]:
+        cpus_allowed_policy: str = "shared", cpus_allowed: str | None = None,
+        blockalign=None) -> list[dict]:
     """Run the raw-IO benchmark; one row per job plus a total row (job='total').
+
+    ``blockalign`` is fio's: random offsets are multiples of it (default: bs).
+    bs=8704 with blockalign=512 reads the way RocksDB does without
+    block_align, a block a little over 8 KiB that starts anywhere in a page.
 
     ``iodepth_batch_submit`` and ``iodepth_batch_complete_max`` mean what
     they mean in fio and default to fio's defaults (1 and 1): each IO is
@@ -155,8 +160,11 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
     if ramp_time < 0:
         raise ValueError(f"ramp_time={ramp_time}: must be >= 0 seconds")
     # The C++ side checks these too, but only after the file is laid out (2 GiB by default).
-    if bs_b < 512 or bs_b > 64 << 20 or (direct and bs_b % 4096):
-        raise ValueError(f"bs={bs_b}: must be 512 B..64 MiB, a multiple of 4096 with direct=1")
+    if bs_b < 512 or bs_b > 64 << 20 or (direct and bs_b % 512):
+        raise ValueError(f"bs={bs_b}: must be 512 B..64 MiB, a multiple of 512 with direct=1")
+    align_b = bs_b if blockalign is None else parse_size(blockalign)
+    if align_b < 512 or align_b > bs_b or align_b % 512:
+        raise ValueError(f"blockalign={blockalign}: must be a multiple of 512 B, at most bs ({bs_b})")
     if not 1 <= int(iodepth) <= 4096:
         raise ValueError(f"iodepth={iodepth}: must be 1..4096")
     if not 1 <= int(numjobs) <= 256:
@@ -181,7 +189,7 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
             "iodepth_batch_submit": int(iodepth_batch_submit),
             "iodepth_batch_complete_max": int(iodepth_batch_complete_max),
             "thinktime": float(thinktime), "thinktime_spin": float(thinktime_spin),
-            "cpus_split": cpus_allowed_policy == "split"}
+            "cpus_split": cpus_allowed_policy == "split", "blockalign": align_b}
     with affinity(cpus):  # the jobs' threads inherit the caller's affinity
         if ramp_time > 0:
             _core.rawio(**args, runtime=float(ramp_time))
@@ -194,7 +202,7 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
     c1 = sysinfo.proc_stat_cpu()
     name = f"fio-{ioengine}"
     common = {"name": name, "tool": "rxlab-fio", "ioengine": ioengine, "engine_uri": uri, "rw": rw,
-              "bs": bs_b, "iodepth": iodepth, "numjobs": numjobs, "direct": bool(direct),
+              "bs": bs_b, "blockalign": align_b, "iodepth": iodepth, "numjobs": numjobs, "direct": bool(direct),
               "iodepth_batch_submit": int(iodepth_batch_submit),
               "iodepth_batch_complete_max": int(iodepth_batch_complete_max),
               "thinktime": float(thinktime), "thinktime_spin": float(thinktime_spin),

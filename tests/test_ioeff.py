@@ -9,6 +9,7 @@ IO path (run_study) is exercised by tests/test_notebooks.py at smoke scale.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import namedtuple
 
@@ -41,9 +42,10 @@ def raw(name, ops, reads, user_us, sys_us, *, lat_us=100.0, kib=8.0, io_lat_us=6
 
 
 def write_study(root, *, threads=(1, 2), block_align=(True, False), reps=3, delays=(0,), excess=0.0,
-                away=False):
+                away=False, unaligned=False):
     """A stored study as run_study would leave it (one fio run and one sequence per configuration;
-    with `away`, the fio run pinned away from the interrupt's CPU at 6,000 reads/s as well)."""
+    with `away`, the fio run pinned away from the interrupt's CPU at 6,000 reads/s as well; with
+    `unaligned`, fio reading 8.5 KiB blocks at 8,000 reads/s per job)."""
     paths = []
     for rep in range(reps):
         k = REP_SCALE[rep]
@@ -65,6 +67,14 @@ def write_study(root, *, threads=(1, 2), block_align=(True, False), reps=3, dela
                         w.add_step({**raw("fio-sync", 6_000, 6_000, 2.0, 10.0, lat_us=150.0), "job": "total",
                                     "tool": "rxlab-fio", "irq_cpu": 1, "calls_on_irq_cpu": 0,
                                     "calls_counted": 6_000})
+                    paths.append(w.path)
+                if unaligned and d == 0:
+                    spec = {"name": f"ioeff-{STUDY}-r{rep}-t{t}-d{d}-fio512", "tool": "rxlab-fio-unaligned",
+                            "scale": "smoke", "backend": "posix", "study_backend": "posix", "threads": t,
+                            "delay_us": d}
+                    with store.RunWriter(root, spec, FP) as w:
+                        w.add_step({**raw("fio-sync", 8_000 * t, 8_000 * t, 2.0, 10.0, lat_us=110.0, kib=8.5),
+                                    "job": "total", "tool": "rxlab-fio"})
                     paths.append(w.path)
                 for ba in block_align:
                     uri = ioeff.with_delay("posix", d)
@@ -175,16 +185,22 @@ def test_with_delays():
 def test_plan_alternates_fio_and_rocksdb_and_rotates():
     p = ioeff.Params.checked(scale="smoke", repeats=2)
     pl = ioeff.plan(p)
-    assert len(pl) == 2 * 2 * 4
+    assert len(pl) == 2 * 2 * 5
     first = pl[pl["rep"] == 0]
-    # undelayed, fio also runs placed away from the interrupt's CPU
-    assert first["tool"].tolist() == ["rxlab-fio", "rxlab-fio-away", "rocksdb", "rocksdb"] * 2
-    assert first["threads"].tolist() == [1, 1, 1, 1, 2, 2, 2, 2]
-    assert first["block_align"].tolist()[2:4] == [True, False]
+    # undelayed, fio also runs placed away from the interrupt's CPU, and reading unaligned blocks
+    assert first["tool"].tolist() == ["rxlab-fio", "rxlab-fio-away", "rxlab-fio-unaligned", "rocksdb",
+                                      "rocksdb"] * 2
+    assert first["threads"].tolist() == [1] * 5 + [2] * 5
+    assert first["block_align"].tolist()[3:5] == [True, False]
     second = pl[pl["rep"] == 1]
-    assert second["threads"].tolist() == [2, 2, 2, 2, 1, 1, 1, 1]
-    assert second["block_align"].tolist()[2:4] == [False, True]
-    assert (ioeff.plan(p.with_delays([0, 100]))["tool"] == "rxlab-fio-away").sum() == 2  # delay 0 only
+    assert second["threads"].tolist() == [2] * 5 + [1] * 5
+    assert second["block_align"].tolist()[3:5] == [False, True]
+    delayed = ioeff.plan(p.with_delays([0, 100]))
+    assert (delayed["tool"] == "rxlab-fio-away").sum() == 2  # delay 0 only
+    # unaligned reads matter only where block_align off is studied (the delay study has it on)
+    assert "rxlab-fio-unaligned" not in set(delayed["tool"])
+    both = ioeff.plan(dataclasses.replace(p, delay_us=[0, 100]))
+    assert (both["tool"] == "rxlab-fio-unaligned").sum() == 4  # delay 0 only
     for _, g in pl.groupby(["rep", "threads", "delay_us"]):
         assert g["tool"].iloc[0] == "rxlab-fio"   # every RocksDB run follows its own fio baseline
 
@@ -372,8 +388,8 @@ def test_model_rows(study):
         ioeff.model_rows(None)
 
 
-def test_the_run_pinned_away_is_no_baseline(tmp_path):
-    write_study(tmp_path / "runs", away=True)
+def test_the_placed_and_unaligned_fio_runs_are_no_baseline(tmp_path):
+    write_study(tmp_path / "runs", away=True, unaligned=True)
     res = ioeff.load_study(tmp_path / "runs")
     f = res.frame
     away = f[f["tool"] == ioeff.FIO_AWAY_TOOL]
@@ -384,11 +400,15 @@ def test_the_run_pinned_away_is_no_baseline(tmp_path):
     assert fio.loc[("local", 1), "iops"] == pytest.approx(10_000) and fio.loc[("local", 1), "n"] == 3
     e = t["io.eff 1 user"]
     assert e.loc[e["source"] == "local", "io.eff"].tolist() == pytest.approx(list(EFF.values()), abs=2e-4)
+    unal = f[f["tool"] == ioeff.FIO_UNALIGNED_TOOL]
+    assert len(unal) == 6 and unal["reqsz"].tolist() == pytest.approx([8.5] * 6)
     rows = ioeff.model_rows(res)
-    assert rows.loc[rows["tool"] == ioeff.FIO_AWAY_TOOL, "baseline"].tolist() == [False] * 3
-    assert rows.loc[rows["tool"] != ioeff.FIO_AWAY_TOOL, "baseline"].all()
+    placed = rows["tool"].isin([ioeff.FIO_AWAY_TOOL, ioeff.FIO_UNALIGNED_TOOL])
+    assert placed.sum() == 9 and not rows.loc[placed, "baseline"].any()
+    assert rows.loc[~placed, "baseline"].all()
     f1 = model.fit(rows)
     assert f1.baselines.loc[(1.0, 0.0), "iops"] == pytest.approx(10_000)
+    assert f1.baselines.loc[(2.0, 0.0), "iops"] == pytest.approx(20_000)
 
 
 def test_compare_models_reproduces_the_seeds_arithmetic():

@@ -17,6 +17,9 @@ struct RawIoSpec {
   std::string engine_uri = "posix";  // an rxlab URI: posix, libaio, io_uring?...
   std::string rw = "randread";       // randread, read, randwrite, write
   size_t bs = 8192;
+  // fio's blockalign: random offsets are multiples of this (0: bs). 512 with
+  // bs=8704 reads like RocksDB without block_align: blocks that straddle pages.
+  size_t blockalign = 0;
   uint64_t size = 0;                 // bytes of the file used (0: its size)
   bool direct = true;
   int iodepth = 1;
