@@ -70,10 +70,11 @@ FIO_TOOL = "rxlab-fio"
 # FIO_TOOL, fio left to the scheduler, which keeps its jobs on the interrupt's CPU.
 FIO_AWAY_TOOL = "rxlab-fio-away"
 # fio reading the way RocksDB reads without block_align: blocks a little over 8 KiB (bs=8704)
-# that start anywhere in a page (blockalign=512); one job left to the scheduler as the baseline
-# is, more jobs one per CPU as RocksDB's readers spread (and as FIO_AWAY_TOOL runs them, so the
-# two differ in the reads alone). It identifies rxlab.model's size penalty from fio, at every
-# client count. Run only where the study has block_align off; not a baseline either.
+# that start anywhere in a page (blockalign=512), placed as the baseline is (left to the
+# scheduler), so that the two differ in the reads alone. It identifies rxlab.model's size
+# penalty from fio, at every client count. Run only where the study has block_align off; not a
+# baseline either. (A first study ran two jobs one per CPU instead: there 8.5 KiB reads cost
+# 36 us per KiB more at two jobs, twice what RocksDB's two readers paid on any study.)
 FIO_UNALIGNED_TOOL = "rxlab-fio-unaligned"
 UNALIGNED_BS, UNALIGNED_ALIGN = BLOCK_BYTES + 512, 512
 # run kind (the run name's suffix) of each fio tool
@@ -375,18 +376,17 @@ def _run_fio(params: Params, s: Settings, filename: Path, *, study: str, rep: in
     """rxlab fio (sync, qd1, numjobs=threads) on `filename`, stored as a run of its own.
 
     tool FIO_AWAY_TOOL: one job pinned to a CPU other than the interrupt's, more jobs pinned one
-    per CPU; FIO_UNALIGNED_TOOL: unaligned blocks of bs=8704, more than one job pinned one per
-    CPU. None when a placed run cannot be placed (one CPU, or the interrupt's CPU is unknown).
+    per CPU (None when it cannot be placed: one CPU, or the interrupt's CPU is unknown);
+    FIO_UNALIGNED_TOOL: unaligned blocks of bs=8704 at 512-byte offsets, placed as the baseline.
     """
     from . import rawio
 
     placed, shape = {}, {"bs": BLOCK_BYTES}
-    if tool == FIO_AWAY_TOOL or (tool == FIO_UNALIGNED_TOOL and threads > 1):
+    if tool == FIO_AWAY_TOOL:
         cpu = away_cpu(filename)
         if cpu is None:
             return None
-        placed = ({"cpus_allowed": str(cpu)} if threads == 1 and tool == FIO_AWAY_TOOL
-                  else {"cpus_allowed_policy": "split"})
+        placed = {"cpus_allowed": str(cpu)} if threads == 1 else {"cpus_allowed_policy": "split"}
     if tool == FIO_UNALIGNED_TOOL:
         shape = {"bs": UNALIGNED_BS, "blockalign": UNALIGNED_ALIGN}
     opts = f"delay_us={delay}" if delay else ""
@@ -1233,6 +1233,8 @@ def sensitivity_data(fit: model.ModelFit, rows: pd.DataFrame, threads: int | Non
 
 def fig_predicted_vs_measured(comp: Comparison):
     """Predicted against measured IOPS, the seed's model and the fitted one, seed's data and local."""
+    from matplotlib import ticker as mticker
+
     fig, axes = figures.figure(width="page", aspect=0.36, ncols=2)
     for ax, src in zip(axes, ("published", "local"), strict=True):
         t = comp.table[comp.table["source"] == src]
@@ -1245,9 +1247,12 @@ def fig_predicted_vs_measured(comp: Comparison):
         ax.plot(t["iops"], t["fitted_iops_pred"], "o", mfc="none", color="#0072b2", label="fitted model")
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
+        thousands = mticker.FuncFormatter(lambda v, _: f"{v / 1000:g}k")
+        ax.xaxis.set_major_formatter(thousands)
+        ax.yaxis.set_major_formatter(thousands)
         ax.set_xlabel("measured IOPS")
-        ax.set_ylabel("predicted IOPS")
         ax.set_title("the seed's tables" if src == "published" else "this machine")
+    axes[0].set_ylabel("predicted IOPS")  # both panels: the right one's label ran into the left's ticks
     axes[0].legend(loc="upper left")
     return fig
 
@@ -1391,7 +1396,7 @@ def model_findings(comp: Comparison, heldout_summary: pd.DataFrame | None = None
                          f"wait for a CPU and the disk's own latency account for a query"
                          + _excess_clause(gap) + ".")
     f = comp.fits.get("local")
-    lines += _remote_lines(f, gap)
+    lines += _remote_lines(f, gap) + _size_lines(f)
     if f is not None:
         p = f.params
         held = [q for q, why in f.held.items() if not why.startswith(("used with device=", "device="))]
@@ -1418,6 +1423,21 @@ def _remote_lines(f: model.ModelFit | None, gap: pd.DataFrame | None) -> list[st
     return [f"- A read whose reader was woken away from the CPU that takes the disk's interrupts costs "
             f"{p:.1f} ± {se:.1f} us more at one client{slope} (remote_us, fitted with fio placed away beside "
             f"its baseline). RocksDB's readers were woken away on {share} (medians of awayShare)."]
+
+
+def _size_lines(f: model.ModelFit | None) -> list[str]:
+    """What a read's KiB above the block cost (size penalty at one client and per extra client),
+    [] when the rows held the penalty."""
+    if f is None or "size_penalty_us_per_kib" not in f.free:
+        return []
+    p, se = f.params, f.stderr
+    per = "size_penalty_per_thread_us_per_kib"
+    slope = (f", {p[per]:+.1f} ± {se[per]:.1f} us per extra client" if per in f.free
+             else f" (per extra client: held, {f.held.get(per, '')})")
+    return [f"- Each KiB a read carries above the {BLOCK_BYTES // 1024} KiB block (block_align off) costs "
+            f"{p['size_penalty_us_per_kib']:.1f} ± {se['size_penalty_us_per_kib']:.1f} us at one client{slope} "
+            f"(size penalty, fitted with fio reading {UNALIGNED_BS} B blocks at {UNALIGNED_ALIGN} B offsets "
+            "beside its baseline, and RocksDB's rows)."]
 
 
 def _excess_clause(gap: pd.DataFrame | None) -> str:

@@ -34,8 +34,9 @@ What the seed's own tables say (worked out here, shown by `latency_gap`):
 
 The fitted model (one query):
 
-    latency = cpuPer [+ runqPer] + reads_per_query * size_penalty * (reqsz - bs) + io
+    latency = cpuPer [+ runqPer] + reads_per_query * size(threads) * (reqsz - bs) + io
     io (no delay)  = reads_per_query * (device(threads) + awayShare * remote) + wait(threads)
+    size(threads)   = size_penalty + size_penalty_per_thread * (threads - 1)
     io (delay)     = smooth max(io (no delay), reads_per_query * (delay - delay_offset))
     device(threads) = dev_1 + dev_per_thread * (threads - 1)
     wait(threads)   = wait + wait_per_thread * (threads - 1)
@@ -107,6 +108,17 @@ spread (about 0.45 at two clients). Without a spread of awayShare of at
 least AWAY_SPREAD (at two client counts, for the slope) a term is held at 0
 and says why. Like the wait, it sits inside the smooth max with an emulated
 delay, whose deadline wait ends on the reader's own CPU.
+
+Larger reads (`size`): without block_align a block a little over 8 KiB starts anywhere in a
+page, and RocksDB reads it rounded out to 512 bytes (reqsz about 8.3 KiB here). What each KiB
+above bs costs is a line in clients, in fio's device term (fio rows carry their measured reqsz)
+and in RocksDB's reads alike. The study identifies it with fio reading bs=8704 at 512-byte
+offsets beside each undelayed baseline (ioeff's rxlab-fio-unaligned, `baseline=False`, placed
+as the baseline). A probe with real fio on 2026-11-26, three
+alternated rounds: 8.5 KiB unaligned reads were 4-9 us slower than 8 KiB aligned ones at one
+job, 4-12 us at two jobs left to the scheduler and 14-28 us at two jobs one per CPU. Without
+rows whose reqsz spans SIZE_SPREAD_KIB at two client counts the slope is held at 0 (and
+more clients from one then misses block_align off by about 10% on the fio device).
 
 The wait sits inside the max with the emulated delay because the delay is a
 completion deadline: it hides whatever makes the device slower under RocksDB

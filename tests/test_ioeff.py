@@ -409,6 +409,12 @@ def test_the_placed_and_unaligned_fio_runs_are_no_baseline(tmp_path):
     f1 = model.fit(rows)
     assert f1.baselines.loc[(1.0, 0.0), "iops"] == pytest.approx(10_000)
     assert f1.baselines.loc[(2.0, 0.0), "iops"] == pytest.approx(20_000)
+    assert "size_penalty_us_per_kib" in f1.free
+    text = ioeff.model_findings(ioeff.compare_models(rows))
+    assert "Each KiB a read carries above the 8 KiB block (block_align off) costs" in text
+    aligned = rows[rows["tool"] != ioeff.FIO_UNALIGNED_TOOL]
+    aligned = aligned[aligned["block_align"].astype(object) != False]  # noqa: E712
+    assert "Each KiB" not in ioeff.model_findings(ioeff.compare_models(aligned))
 
 
 def test_compare_models_reproduces_the_seeds_arithmetic():
