@@ -51,7 +51,7 @@ __all__ = [
     "compare_models", "error_summary", "fig_block_align", "fig_ioeff", "fig_model_error",
     "fig_predicted_vs_measured", "fig_qps", "fig_reqsz", "fig_sensitivity_cpu", "fig_sensitivity_device",
     "findings", "held_out",
-    "load_study", "model_findings", "model_rows", "plan", "round_like_seed", "run_study", "seed_rows",
+    "agreement", "load_study", "model_findings", "repeatability", "unaligned_cost", "model_rows", "plan", "round_like_seed", "run_study", "seed_rows",
     "seed_tables", "sensitivity_data", "sequence", "study_frame", "with_delay",
 ]
 
@@ -71,10 +71,10 @@ FIO_TOOL = "rxlab-fio"
 FIO_AWAY_TOOL = "rxlab-fio-away"
 # fio reading the way RocksDB reads without block_align: blocks a little over 8 KiB (bs=8704)
 # that start anywhere in a page (blockalign=512), placed as the baseline is (left to the
-# scheduler), so that the two differ in the reads alone. It identifies rxlab.model's size
-# penalty from fio, at every client count. Run only where the study has block_align off; not a
-# baseline either. (A first study ran two jobs one per CPU instead: there 8.5 KiB reads cost
-# 36 us per KiB more at two jobs, twice what RocksDB's two readers paid on any study.)
+# scheduler), so that the two differ in the reads alone. Run only where the study has
+# block_align off; not a baseline either. `unaligned_cost` sets its cost beside what RocksDB's
+# reads without block_align cost; the model fits on it only when asked (model_rows(...,
+# unaligned=True)): on these VMs fio's unaligned reads cost several times more per KiB.
 FIO_UNALIGNED_TOOL = "rxlab-fio-unaligned"
 UNALIGNED_BS, UNALIGNED_ALIGN = BLOCK_BYTES + 512, 512
 # run kind (the run name's suffix) of each fio tool
@@ -552,14 +552,14 @@ def _complete(frame: pd.DataFrame) -> bool:
 
 def load_study(root: str | os.PathLike | None = None, *, params: Params | None = None,
                study: str | None = None, backend: str | None = None, scale: str | None = None,
-               delayed: bool | None = None) -> StudyResult | None:
+               delayed: bool | None = None, before: str | None = None) -> StudyResult | None:
     """The latest complete study in the store (catalog runs named ioeff-*), or None.
 
     params: a study of these parameters (the same backend and scale, and the
     same sets of thread counts, block_align settings and delays; repetitions
     and sizes are not compared). Other filters: study id, backend, scale,
     `delayed` (True: a study with delay_us > 0 rows; False: only undelayed
-    rows; None: either).
+    rows; None: either), `before` (a study id: only studies started before it).
     """
     root = Path(root) if root is not None else store.default_root()
     cat = store.catalog(root)
@@ -577,6 +577,7 @@ def load_study(root: str | os.PathLike | None = None, *, params: Params | None =
         scales = set(f["spec.scale"].dropna()) if "spec.scale" in f.columns else set()
         checks = [
             study is None or sid == study,
+            before is None or str(sid) < str(before),
             backend is None or set(f["backend"]) == {backend},
             scale is None or scales == {scale},
             delayed is None or bool((f["delay_us"] > 0).any()) == delayed,
@@ -964,22 +965,26 @@ def fig_reqsz(result: StudyResult, tables: Mapping | None = None):
 
 # --------------------------------------------------------------------------- notebook 20: the model
 
-def model_rows(*results: StudyResult) -> pd.DataFrame:
+def model_rows(*results: StudyResult, unaligned: bool = False) -> pd.DataFrame:
     """rxlab.model's input from studies: the fio baselines and the seed's read tests.
 
     Columns: study, rep, tool, backend, threads, delay_us, block_align,
     bloom (readrandom and readrandom2 have bloom filters, readrandom3 not),
     test, run_id, the seeds' columns, runqPer and awayShare where measured, and
-    `baseline` (False for the fio runs placed away from the interrupt's CPU or
-    reading unaligned blocks, which inform the model's remote_us and size
-    penalty but are no io.eff denominator).
+    `baseline` (False for the fio runs placed away from the interrupt's CPU,
+    which inform the model's remote_us but are no io.eff denominator).
+    unaligned=True keeps fio's unaligned runs too (baseline False), so that they
+    set the model's size penalty; off by default because on these VMs their
+    cost per KiB is 2-3 times what RocksDB's reads without block_align pay
+    (`unaligned_cost`), and with them the block_align-off rows are predicted worse.
     """
     parts = []
     for r in results:
         if r is None:
             continue
         f = r.frame
-        keep = f["tool"].isin(list(FIO_KINDS)) | ((f["tool"] == DB_TOOL) & f["test"].isin(SEED_TESTS))
+        fio_tools = [t for t in FIO_KINDS if unaligned or t != FIO_UNALIGNED_TOOL]
+        keep = f["tool"].isin(fio_tools) | ((f["tool"] == DB_TOOL) & f["test"].isin(SEED_TESTS))
         # studies stored before the wait for a CPU (or where the readers woke) was measured lack it
         extra = [c for c in (model.RUNQ, model.AWAY) if c in f.columns]
         parts.append(f.loc[keep, [*_KEYS, *[c for c in DB_COLUMNS if c != "test"], *extra]])
@@ -990,6 +995,42 @@ def model_rows(*results: StudyResult) -> pd.DataFrame:
     out["bloom"] = out["bloom"].astype(bool)
     out["baseline"] = ~out["tool"].isin([t for t in FIO_KINDS if t != FIO_TOOL])
     return out
+
+
+def unaligned_cost(*results: StudyResult) -> pd.DataFrame:
+    """What reads without block_align cost, in fio and in RocksDB, per client count (undelayed).
+
+    fio: its unaligned run (bs=8704 at 512-byte offsets) against its baseline (8 KiB aligned),
+    medians over repetitions; RocksDB: block_align off against on, medians over the seed's
+    three tests and the repetitions. Columns per threads and tool: reqsz_excess_kib (KiB per
+    read above 8), lat_us and io_lat_us (extra latency per read: fio's lat, RocksDB's latency
+    per query / reads per query; iostat's io.lat) and io_lat_us_per_kib. Empty without the
+    unaligned runs or without both block_align settings.
+    """
+    rows = model_rows(*results, unaligned=True)
+    rows = rows[rows["delay_us"] == 0].copy()
+    rows["lat"] = pd.to_numeric(rows["rx.lat"])
+    db = rows["tool"] == DB_TOOL
+    rows.loc[db, "lat"] = (rows.loc[db, "threads"] * 1e6 / pd.to_numeric(rows.loc[db, "qps"])
+                           / (pd.to_numeric(rows.loc[db, "iops"]) / pd.to_numeric(rows.loc[db, "qps"])))
+    cols = ["reqsz", "lat", "io.lat"]
+    out = []
+    for t in sorted(rows["threads"].unique()):
+        at = rows[rows["threads"] == t]
+        at_db = at[at["tool"] == DB_TOOL]
+        aligned = at_db["block_align"].astype(bool)
+        pairs = [("fio", at[at["tool"] == FIO_UNALIGNED_TOOL], at[at["tool"] == FIO_TOOL]),
+                 ("rocksdb", at_db[~aligned], at_db[aligned])]
+        for tool, off, on in pairs:
+            if off.empty or on.empty:
+                continue
+            d = off[cols].apply(pd.to_numeric).median() - on[cols].apply(pd.to_numeric).median()
+            excess = float(pd.to_numeric(off["reqsz"]).median()) - BLOCK_BYTES / 1024
+            out.append({"threads": int(t), "tool": tool, "reqsz_excess_kib": excess, "lat_us": d["lat"],
+                        "io_lat_us": d["io.lat"],
+                        "io_lat_us_per_kib": d["io.lat"] / excess if excess > 0.05 else np.nan})
+    return pd.DataFrame(out, columns=["threads", "tool", "reqsz_excess_kib", "lat_us", "io_lat_us",
+                                      "io_lat_us_per_kib"])
 
 
 def _fio_mask(rows: pd.DataFrame) -> pd.Series:
@@ -1164,6 +1205,67 @@ def config_errors(pred: pd.DataFrame, by: Sequence[str] | None = None) -> pd.Dat
     g["fitted_err_pct"] = (g["fitted_iops"] / g["iops"] - 1.0) * 100.0
     g["seed_err_pct"] = (g["seed_iops"] / g["iops"] - 1.0) * 100.0
     return g.reset_index()
+
+
+def _median_abs_normal(n: int) -> float:
+    """E|median of n standard normal draws| (a fixed-seed simulation: the same number every time)."""
+    rng = np.random.default_rng(12345)
+    return float(np.mean(np.abs(np.median(rng.standard_normal((200_000, max(int(n), 1))), axis=1))))
+
+
+def repeatability(rows: pd.DataFrame, by: Sequence[str] | None = None) -> pd.DataFrame:
+    """How far a configuration's median over its repetitions can be from its own true rate.
+
+    Per configuration of the RocksDB rows (`by`, default HELD_OUT_CONFIG): n repetitions, the
+    median qps, `spread_pct` ((max - min) / median), `sd_pct` (their standard deviation in % of the
+    median) and `floor_pct`: E|median of n - mean| for normal draws of that spread, that is what a
+    model that knew each configuration's true rate would still miss the median by, on average.
+    With n=3 the spread is itself rough: read the floor as a scale, not a bound.
+    """
+    db = rows[~_fio_mask(rows)] if "tool" in rows.columns else rows
+    by = [c for c in (HELD_OUT_CONFIG if by is None else by) if c in db.columns]
+    if not by or db.empty:
+        raise ValueError("repeatability: needs RocksDB rows with qps and configuration columns "
+                         f"({', '.join(HELD_OUT_CONFIG)})")
+    qps = pd.to_numeric(db["qps"])
+    g = qps.groupby([db[c] for c in by], dropna=False)
+    out = pd.DataFrame({"n": g.size(), "qps": g.median(), "qps_min": g.min(), "qps_max": g.max(),
+                        "sd": g.std(ddof=1)})
+    out["spread_pct"] = (out["qps_max"] - out["qps_min"]) / out["qps"] * 100.0
+    out["sd_pct"] = out.pop("sd") / out["qps"] * 100.0
+    out["floor_pct"] = [sd * _median_abs_normal(n) if n > 1 else np.nan
+                        for sd, n in zip(out["sd_pct"], out["n"], strict=True)]
+    return out.reset_index()
+
+
+def agreement(a: pd.DataFrame, b: pd.DataFrame, by: Sequence[str] | None = None) -> pd.DataFrame:
+    """The same configurations in two studies (model_rows of each): median qps in each and
+    `diff_pct` = b / a - 1. On one machine, a day apart or an hour, this is the A/A difference that
+    any model fitted on one study and judged on the other's medians carries."""
+    ra, rb = repeatability(a, by), repeatability(b, by)
+    keys = [c for c in ra.columns if c in (HELD_OUT_CONFIG if by is None else by)]
+    m = ra[[*keys, "n", "qps"]].merge(rb[[*keys, "n", "qps"]], on=keys, suffixes=("_a", "_b"))
+    if m.empty:
+        raise ValueError("agreement: the two studies share no configuration")
+    m["diff_pct"] = (m["qps_b"] / m["qps_a"] - 1.0) * 100.0
+    return m
+
+
+def _repeatability_lines(rep: pd.DataFrame | None, agree: pd.DataFrame | None) -> list[str]:
+    """Findings on the measurements' own noise: the repetitions' spread and, given a second study,
+    how far the same configurations moved between the two."""
+    lines = []
+    if rep is not None and rep["floor_pct"].notna().any():
+        lines.append(f"- The repetitions themselves: a configuration's {int(rep['n'].median())} repetitions "
+                     f"spanned {rep['spread_pct'].median():.1f}% of its median qps (median over "
+                     f"{len(rep)} configurations; widest {rep['spread_pct'].max():.1f}%), so a model that "
+                     f"knew each configuration's true rate would still miss the medians by about "
+                     f"{rep['floor_pct'].median():.1f}% (largest {rep['floor_pct'].max():.1f}%).")
+    if agree is not None and len(agree):
+        d = agree["diff_pct"].abs()
+        lines.append(f"- The same {len(agree)} configurations in an earlier study with the same parameters: "
+                     f"medians {d.median():.1f}% apart (median over configurations; widest {d.max():.1f}%).")
+    return lines
 
 
 SEED_DEVICE_UNROUNDED_US = 101.61 - 10.916   # fio lat - cpuPer at one job, the seed's device term
@@ -1356,9 +1458,11 @@ def _wait_for_cpu_lines(gap: pd.DataFrame | None) -> list[str]:
 
 
 def model_findings(comp: Comparison, heldout_summary: pd.DataFrame | None = None,
-                   background: pd.DataFrame | None = None, gap: pd.DataFrame | None = None) -> str:
+                   background: pd.DataFrame | None = None, gap: pd.DataFrame | None = None,
+                   repeat: pd.DataFrame | None = None, agree: pd.DataFrame | None = None) -> str:
     """The model comparison in a few Markdown bullets with its numbers (background: `background_io`;
-    gap: `model.latency_gap(rows, runq=True)` of the local rows, for the wait for a CPU)."""
+    gap: `model.latency_gap(rows, runq=True)` of the local rows, for the wait for a CPU; repeat:
+    `repeatability(rows)`; agree: `agreement` with an earlier study)."""
     s = comp.summary.set_index(["source", "model"])
     lines = _background_lines(background) + _wait_for_cpu_lines(gap)
     for src, label in (("published", "the seed's tables"), ("local", "this machine's runs")):
@@ -1396,6 +1500,7 @@ def model_findings(comp: Comparison, heldout_summary: pd.DataFrame | None = None
                          f"wait for a CPU and the disk's own latency account for a query"
                          + _excess_clause(gap) + ".")
     f = comp.fits.get("local")
+    lines += _repeatability_lines(repeat, agree)
     lines += _remote_lines(f, gap) + _size_lines(f)
     if f is not None:
         p = f.params
@@ -1436,8 +1541,8 @@ def _size_lines(f: model.ModelFit | None) -> list[str]:
              else f" (per extra client: held, {f.held.get(per, '')})")
     return [f"- Each KiB a read carries above the {BLOCK_BYTES // 1024} KiB block (block_align off) costs "
             f"{p['size_penalty_us_per_kib']:.1f} ± {se['size_penalty_us_per_kib']:.1f} us at one client{slope} "
-            f"(size penalty, fitted with fio reading {UNALIGNED_BS} B blocks at {UNALIGNED_ALIGN} B offsets "
-            "beside its baseline, and RocksDB's rows)."]
+            "(size penalty, fitted on the rows whose reqsz differs: RocksDB's without block_align, and fio's "
+            "unaligned runs where model_rows was asked for them)."]
 
 
 def _excess_clause(gap: pd.DataFrame | None) -> str:

@@ -112,13 +112,16 @@ delay, whose deadline wait ends on the reader's own CPU.
 Larger reads (`size`): without block_align a block a little over 8 KiB starts anywhere in a
 page, and RocksDB reads it rounded out to 512 bytes (reqsz about 8.3 KiB here). What each KiB
 above bs costs is a line in clients, in fio's device term (fio rows carry their measured reqsz)
-and in RocksDB's reads alike. The study identifies it with fio reading bs=8704 at 512-byte
-offsets beside each undelayed baseline (ioeff's rxlab-fio-unaligned, `baseline=False`, placed
-as the baseline). A probe with real fio on 2026-11-26, three
-alternated rounds: 8.5 KiB unaligned reads were 4-9 us slower than 8 KiB aligned ones at one
-job, 4-12 us at two jobs left to the scheduler and 14-28 us at two jobs one per CPU. Without
-rows whose reqsz spans SIZE_SPREAD_KIB at two client counts the slope is held at 0 (and
-more clients from one then misses block_align off by about 10% on the fio device).
+and in RocksDB's reads alike. Without rows whose reqsz spans SIZE_SPREAD_KIB at two client
+counts the slope is held at 0. fio can supply such rows: the study runs fio reading bs=8704 at
+512-byte offsets beside each undelayed baseline (ioeff's rxlab-fio-unaligned, `baseline=False`),
+but on these VMs they do not stand for RocksDB's reads. On two studies of 2026-11-26 fio's
+unaligned reads were 4.7-9.1 us slower per read than its aligned ones at one job and 10-46 us at
+two, while RocksDB's block_align off was -1.3 to +1.6 us per read from block_align on at one
+client and -10.9 to +0.1 at two (ioeff.unaligned_cost); fitted with them, block_align off was
+predicted from on with 4.0-4.8% error per configuration instead of 2.0-2.8%. So ioeff.model_rows
+leaves them out unless asked (unaligned=True). A probe with real fio the same day agreed with
+rxlab fio: 4-9 us at one job, 4-12 us at two jobs, 14-28 us at two jobs one per CPU.
 
 The wait sits inside the max with the emulated delay because the delay is a
 completion deadline: it hides whatever makes the device slower under RocksDB

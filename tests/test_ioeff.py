@@ -402,7 +402,9 @@ def test_the_placed_and_unaligned_fio_runs_are_no_baseline(tmp_path):
     assert e.loc[e["source"] == "local", "io.eff"].tolist() == pytest.approx(list(EFF.values()), abs=2e-4)
     unal = f[f["tool"] == ioeff.FIO_UNALIGNED_TOOL]
     assert len(unal) == 6 and unal["reqsz"].tolist() == pytest.approx([8.5] * 6)
-    rows = ioeff.model_rows(res)
+    # the unaligned runs enter the model's rows only when asked
+    assert ioeff.FIO_UNALIGNED_TOOL not in set(ioeff.model_rows(res)["tool"])
+    rows = ioeff.model_rows(res, unaligned=True)
     placed = rows["tool"].isin([ioeff.FIO_AWAY_TOOL, ioeff.FIO_UNALIGNED_TOOL])
     assert placed.sum() == 9 and not rows.loc[placed, "baseline"].any()
     assert rows.loc[~placed, "baseline"].all()
@@ -520,3 +522,45 @@ def test_config_errors_compare_medians_over_repetitions():
     assert c.loc["readrandom", "fitted_err_pct"] == pytest.approx(5.0)   # 105 / 100: medians, not row errors
     assert c.loc["readrandom", "seed_err_pct"] == pytest.approx(10.0)
     assert c.loc["readrandom3", "fitted_err_pct"] == pytest.approx(-2.0)
+
+
+def test_repeatability_and_agreement_measure_the_noise_a_model_cannot_beat(study):
+    """The repetitions of a configuration read at 1.02, 1.00 and 0.98 of the middle one: a 4%
+    spread, a standard deviation of 2%, and a floor of E|median of 3| (0.535 sd for normal draws)."""
+    assert ioeff._median_abs_normal(1) == pytest.approx(math.sqrt(2 / math.pi), abs=0.005)
+    c3 = ioeff._median_abs_normal(3)
+    assert 0.52 < c3 < 0.55
+    rows = ioeff.model_rows(study)
+    rep = ioeff.repeatability(rows)
+    assert len(rep) == 12 and (rep["n"] == 3).all()         # 3 tests x 2 block_align x 2 thread counts
+    assert rep["spread_pct"].to_numpy() == pytest.approx(4.0, abs=0.05)
+    assert rep["sd_pct"].to_numpy() == pytest.approx(2.0, abs=0.03)
+    assert rep["floor_pct"].to_numpy() == pytest.approx(2.0 * c3, abs=0.02)
+    later = rows.assign(qps=np.where(rows["tool"] == "rocksdb", rows["qps"] * 1.05, rows["qps"]))
+    agree = ioeff.agreement(rows, later)
+    assert len(agree) == 12 and agree["diff_pct"].to_numpy() == pytest.approx(5.0)
+    text = ioeff.model_findings(ioeff.compare_models(rows), repeat=rep, agree=agree)
+    assert "repetitions spanned 4.0% of its median qps" in text and "medians 5.0% apart" in text
+    with pytest.raises(ValueError, match="share no configuration"):
+        ioeff.agreement(rows, rows.assign(test="other"))
+    with pytest.raises(ValueError, match="repeatability: needs RocksDB rows"):
+        ioeff.repeatability(rows[rows["tool"] != "rocksdb"])
+    # an earlier study of the same parameters: none before the only one stored
+    assert ioeff.load_study(study.root, before=study.study) is None
+    assert ioeff.load_study(study.root, before="29990101T000000ffff").study == study.study
+
+
+def test_unaligned_cost_sets_fio_beside_rocksdb(tmp_path):
+    """fio's unaligned run (8.5 KiB, lat 110 us against the baseline's 90) and RocksDB's
+    block_align off (8.8 KiB reads; the synthetic rows carry one latency for both settings)."""
+    write_study(tmp_path / "runs", unaligned=True)
+    res = ioeff.load_study(tmp_path / "runs")
+    c = ioeff.unaligned_cost(res).set_index(["threads", "tool"])
+    assert list(c.index) == [(1, "fio"), (1, "rocksdb"), (2, "fio"), (2, "rocksdb")]
+    assert c.loc[(1, "fio"), "reqsz_excess_kib"] == pytest.approx(0.5)
+    assert c.loc[(1, "fio"), "lat_us"] == pytest.approx(20.0)
+    assert c.loc[(1, "rocksdb"), "reqsz_excess_kib"] == pytest.approx(0.8)
+    assert c.loc[(1, "fio"), "io_lat_us"] == pytest.approx(0.0, abs=1e-9)  # same io.lat in the rows
+    plain = tmp_path / "plain"
+    write_study(plain)
+    assert set(ioeff.unaligned_cost(ioeff.load_study(plain))["tool"]) == {"rocksdb"}
