@@ -47,12 +47,12 @@ from . import params as checks
 from .sysinfo import work_space
 
 __all__ = [
-    "PUBLISHED", "SCALES", "SEED_TESTS", "Comparison", "Params", "Settings", "StudyResult", "background_io",
-    "compare_models", "error_summary", "fig_block_align", "fig_ioeff", "fig_model_error",
+    "PUBLISHED", "SCALES", "SEED_TESTS", "Comparison", "Params", "Settings", "StudyResult", "agreement",
+    "background_io", "compare_models", "error_summary", "fig_block_align", "fig_ioeff", "fig_model_error",
     "fig_predicted_vs_measured", "fig_qps", "fig_reqsz", "fig_sensitivity_cpu", "fig_sensitivity_device",
-    "findings", "held_out",
-    "agreement", "load_study", "model_findings", "repeatability", "unaligned_cost", "model_rows", "plan", "round_like_seed", "run_study", "seed_rows",
-    "seed_tables", "sensitivity_data", "sequence", "study_frame", "with_delay",
+    "findings", "held_out", "load_study", "model_findings", "model_rows", "plan", "repeatability",
+    "round_like_seed", "run_study", "seed_rows", "seed_tables", "sensitivity_data", "sequence", "study_frame",
+    "unaligned_cost", "with_delay",
 ]
 
 SEED_FILE = "blog-2025-10-23-rocksdb-io-efficiency-point-queries.txt"
@@ -1540,7 +1540,8 @@ def _size_lines(f: model.ModelFit | None) -> list[str]:
     slope = (f", {p[per]:+.1f} ± {se[per]:.1f} us per extra client" if per in f.free
              else f" (per extra client: held, {f.held.get(per, '')})")
     return [f"- Each KiB a read carries above the {BLOCK_BYTES // 1024} KiB block (block_align off) costs "
-            f"{p['size_penalty_us_per_kib']:.1f} ± {se['size_penalty_us_per_kib']:.1f} us at one client{slope} "
+            f"{p['size_penalty_us_per_kib']:.1f} ± {se['size_penalty_us_per_kib']:.1f} us at one client"
+            f"{slope} "
             "(size penalty, fitted on the rows whose reqsz differs: RocksDB's without block_align, and fio's "
             "unaligned runs where model_rows was asked for them)."]
 

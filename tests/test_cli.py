@@ -412,8 +412,9 @@ def test_rxlab_fio_thinktime_spin_is_cpu_between_ios_not_io_latency(fio_file):
     assert spun["thinktime"] == 50 and spun["thinktime_spin"] == 50 and plain["thinktime"] == 0
     user_per_io = lambda r: r["cpu_user_s"] * 1e6 / r["ops"]  # noqa: E731
     cycle = lambda r: r["wall_s"] * 1e6 / r["ops"]  # noqa: E731
-    # at least the spin (the host's steal can only add to it), and not a second one
-    assert 45 <= user_per_io(spun) - user_per_io(plain) < 100
+    # most of the spin, and not a second one: time the host steals from the vCPU, and interrupts
+    # taken during the spin, are not charged to the thread (once 41 of the 50 us, in a full run)
+    assert 35 <= user_per_io(spun) - user_per_io(plain) < 100
     assert cycle(spun) - spun["lat_mean_us"] >= 50
     assert cycle(plain) - plain["lat_mean_us"] < 25
     slept = rawio.run(fio_file, thinktime=50, **kw)[-1]  # a stall without spinning: no CPU
