@@ -162,7 +162,10 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
     # The C++ side checks these too, but only after the file is laid out (2 GiB by default).
     if bs_b < 512 or bs_b > 64 << 20 or (direct and bs_b % 512):
         raise ValueError(f"bs={bs_b}: must be 512 B..64 MiB, a multiple of 512 with direct=1")
-    align_b = bs_b if blockalign is None else parse_size(blockalign)
+    try:
+        align_b = bs_b if blockalign is None else parse_size(blockalign)
+    except ValueError:
+        align_b = -1
     if align_b < 512 or align_b > bs_b or align_b % 512:
         raise ValueError(f"blockalign={blockalign}: must be a multiple of 512 B, at most bs ({bs_b})")
     if not 1 <= int(iodepth) <= 4096:
@@ -202,7 +205,8 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
     c1 = sysinfo.proc_stat_cpu()
     name = f"fio-{ioengine}"
     common = {"name": name, "tool": "rxlab-fio", "ioengine": ioengine, "engine_uri": uri, "rw": rw,
-              "bs": bs_b, "blockalign": align_b, "iodepth": iodepth, "numjobs": numjobs, "direct": bool(direct),
+              "bs": bs_b, "blockalign": align_b, "iodepth": iodepth, "numjobs": numjobs,
+              "direct": bool(direct),
               "iodepth_batch_submit": int(iodepth_batch_submit),
               "iodepth_batch_complete_max": int(iodepth_batch_complete_max),
               "thinktime": float(thinktime), "thinktime_spin": float(thinktime_spin),

@@ -199,6 +199,7 @@ FIO_BAD = [
     ("cpus-allowed", ["--cpus_allowed=4096"], "CPU(s) 4096 are not available"),
     ("blockalign", ["--bs=8704", "--blockalign=100"], "blockalign=100"),
     ("blockalign-bs", ["--blockalign=16k"], "at most bs"),
+    ("blockalign-text", ["--blockalign=half"], "blockalign=half: must be a multiple of 512"),
 ]
 
 
