@@ -1140,6 +1140,9 @@ def held_out(rows: pd.DataFrame,
     device"; the seed's model is reported once, beside the first). The rows
     carry the option in `device`. A split that cannot be fitted is
     reported in the summary's `note` instead of failing the notebook.
+    `config_floor_pct` is the median over the held-out configurations of
+    `repeatability`'s floor: what a model that knew each one's true rate
+    would still miss its median by (NaN with one repetition).
     """
     bad = [d for d in devices if d not in HELD_OUT_MODELS]
     if bad or not devices:
@@ -1161,10 +1164,11 @@ def held_out(rows: pd.DataFrame,
             summ.append({"split": name, "model": HELD_OUT_MODELS[device], "rows": 0,
                          "max_abs_err_pct": np.nan,
                          "median_abs_err_pct": np.nan, "configs": 0, "config_max_abs_err_pct": np.nan,
-                         "config_median_abs_err_pct": np.nan, "note": str(e)})
+                         "config_median_abs_err_pct": np.nan, "config_floor_pct": np.nan, "note": str(e)})
             continue
         all_rows.append(ev.rows.assign(split=name, device=device))
         per_config = config_errors(ev.rows)
+        floor = float(repeatability(ev.rows)["floor_pct"].median())
         for _, s in ev.summary.iterrows():
             if s["model"] == "fitted (qps)" or (s["model"] == "seed (iops)" and device != devices[0]):
                 continue
@@ -1175,11 +1179,11 @@ def held_out(rows: pd.DataFrame,
                          "max_abs_err_pct": s["max_abs_err_pct"],
                          "median_abs_err_pct": s["median_abs_err_pct"],
                          "configs": len(c), "config_max_abs_err_pct": c.max(),
-                         "config_median_abs_err_pct": c.median(), "note": ""})
+                         "config_median_abs_err_pct": c.median(), "config_floor_pct": floor, "note": ""})
     out_rows = pd.concat(all_rows, ignore_index=True) if all_rows else pd.DataFrame()
     return out_rows, pd.DataFrame(summ, columns=["split", "model", "rows", "max_abs_err_pct",
                                                  "median_abs_err_pct", "configs", "config_max_abs_err_pct",
-                                                 "config_median_abs_err_pct", "note"])
+                                                 "config_median_abs_err_pct", "config_floor_pct", "note"])
 
 
 HELD_OUT_CONFIG = ("test", "block_align", "threads", "delay_us")
@@ -1249,6 +1253,14 @@ def agreement(a: pd.DataFrame, b: pd.DataFrame, by: Sequence[str] | None = None)
         raise ValueError("agreement: the two studies share no configuration")
     m["diff_pct"] = (m["qps_b"] / m["qps_a"] - 1.0) * 100.0
     return m
+
+
+def _floor_clause(h: pd.DataFrame) -> str:
+    """'; against a floor of ...' from held_out's config_floor_pct, or '' where it is unknown."""
+    if "config_floor_pct" not in h.columns or not h["config_floor_pct"].notna().any():
+        return ""
+    return (f", against a floor of {_rng(h['config_floor_pct'].dropna(), '.1f')}% per split that the "
+            "repetitions' own spread puts under any model")
 
 
 def _repeatability_lines(rep: pd.DataFrame | None, agree: pd.DataFrame | None) -> list[str]:
@@ -1481,7 +1493,7 @@ def model_findings(comp: Comparison, heldout_summary: pd.DataFrame | None = None
                          f"{h['max_abs_err_pct'].max():.1f}%), and "
                          f"{_rng(h['config_median_abs_err_pct'], '.1f')}% "
                          f"on each configuration's median over its repetitions (worst configuration "
-                         f"{h['config_max_abs_err_pct'].max():.1f}%).")
+                         f"{h['config_max_abs_err_pct'].max():.1f}%)" + _floor_clause(h) + ".")
             sd = heldout_summary[heldout_summary["model"] == "seed"]
             if len(sd):
                 lines.append(f"- The seed's model on the same held-out configurations: median error "

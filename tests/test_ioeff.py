@@ -469,9 +469,10 @@ def test_held_out_and_sensitivity_on_the_published_rows():
     rows = model.published_frame()
     ho_rows, ho = ioeff.held_out(rows)
     assert list(ho.columns) == ["split", "model", "rows", "max_abs_err_pct", "median_abs_err_pct", "configs",
-                                "config_max_abs_err_pct", "config_median_abs_err_pct", "note"]
-    # the seed's tables have one row per configuration: its median is the row
+                                "config_max_abs_err_pct", "config_median_abs_err_pct", "config_floor_pct", "note"]
+    # the seed's tables have one row per configuration: its median is the row, with no floor known
     ok = ho[ho["rows"] > 0]
+    assert ok["config_floor_pct"].isna().all()
     assert (ok["configs"] == ok["rows"]).all()
     assert np.allclose(ok["config_median_abs_err_pct"], ok["median_abs_err_pct"])
     assert np.allclose(ok["config_max_abs_err_pct"], ok["max_abs_err_pct"])
@@ -539,7 +540,11 @@ def test_repeatability_and_agreement_measure_the_noise_a_model_cannot_beat(study
     later = rows.assign(qps=np.where(rows["tool"] == "rocksdb", rows["qps"] * 1.05, rows["qps"]))
     agree = ioeff.agreement(rows, later)
     assert len(agree) == 12 and agree["diff_pct"].to_numpy() == pytest.approx(5.0)
-    text = ioeff.model_findings(ioeff.compare_models(rows), repeat=rep, agree=agree)
+    _, ho = ioeff.held_out(rows, devices=("curve",))
+    fitted = ho[(ho["model"] == "fitted") & (ho["rows"] > 0)]
+    assert len(fitted) and fitted["config_floor_pct"].to_numpy() == pytest.approx(2.0 * c3, abs=0.02)
+    text = ioeff.model_findings(ioeff.compare_models(rows), ho, repeat=rep, agree=agree)
+    assert f"against a floor of {2.0 * c3:.1f}% per split" in text
     assert "repetitions spanned 4.0% of its median qps" in text and "medians 5.0% apart" in text
     with pytest.raises(ValueError, match="share no configuration"):
         ioeff.agreement(rows, rows.assign(test="other"))
