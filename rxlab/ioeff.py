@@ -1142,7 +1142,9 @@ def held_out(rows: pd.DataFrame,
     reported in the summary's `note` instead of failing the notebook.
     `config_floor_pct` is the median over the held-out configurations of
     `repeatability`'s floor: what a model that knew each one's true rate
-    would still miss its median by (NaN with one repetition).
+    would still miss its median by (NaN with one repetition). The errors can
+    be smaller: the held-out rows ran in the same repetitions as the rows the
+    model was fitted on, and share their drift.
     """
     bad = [d for d in devices if d not in HELD_OUT_MODELS]
     if bad or not devices:
@@ -1256,11 +1258,12 @@ def agreement(a: pd.DataFrame, b: pd.DataFrame, by: Sequence[str] | None = None)
 
 
 def _floor_clause(h: pd.DataFrame) -> str:
-    """'; against a floor of ...' from held_out's config_floor_pct, or '' where it is unknown."""
+    """'; the medians themselves ...' from held_out's config_floor_pct, or '' where it is unknown."""
     if "config_floor_pct" not in h.columns or not h["config_floor_pct"].notna().any():
         return ""
-    return (f", against a floor of {_rng(h['config_floor_pct'].dropna(), '.1f')}% per split that the "
-            "repetitions' own spread puts under any model")
+    return (f"; the medians themselves are uncertain by about {_rng(h['config_floor_pct'].dropna(), '.1f')}% "
+            "per split (the repetitions' spread), and a held-out error can fall below that only because the "
+            "fitted and the held-out rows share each repetition's drift")
 
 
 def _repeatability_lines(rep: pd.DataFrame | None, agree: pd.DataFrame | None) -> list[str]:

@@ -544,7 +544,7 @@ def test_repeatability_and_agreement_measure_the_noise_a_model_cannot_beat(study
     fitted = ho[(ho["model"] == "fitted") & (ho["rows"] > 0)]
     assert len(fitted) and fitted["config_floor_pct"].to_numpy() == pytest.approx(2.0 * c3, abs=0.02)
     text = ioeff.model_findings(ioeff.compare_models(rows), ho, repeat=rep, agree=agree)
-    assert f"against a floor of {2.0 * c3:.1f}% per split" in text
+    assert f"the medians themselves are uncertain by about {2.0 * c3:.1f}% per split" in text
     assert "repetitions spanned 4.0% of its median qps" in text and "medians 5.0% apart" in text
     with pytest.raises(ValueError, match="share no configuration"):
         ioeff.agreement(rows, rows.assign(test="other"))
