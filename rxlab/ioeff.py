@@ -30,6 +30,7 @@ computes qps, iops, io.eff or the CPU per operation itself.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import shutil
@@ -975,7 +976,7 @@ def model_rows(*results: StudyResult, unaligned: bool = False) -> pd.DataFrame:
     which inform the model's remote_us but are no io.eff denominator).
     unaligned=True keeps fio's unaligned runs too (baseline False), so that they
     set the model's size penalty; off by default because on these VMs their
-    cost per KiB is 2-3 times what RocksDB's reads without block_align pay
+    cost per KiB is several times what RocksDB's reads without block_align pay
     (`unaligned_cost`), and with them the block_align-off rows are predicted worse.
     """
     parts = []
@@ -1011,8 +1012,7 @@ def unaligned_cost(*results: StudyResult) -> pd.DataFrame:
     rows = rows[rows["delay_us"] == 0].copy()
     rows["lat"] = pd.to_numeric(rows["rx.lat"])
     db = rows["tool"] == DB_TOOL
-    rows.loc[db, "lat"] = (rows.loc[db, "threads"] * 1e6 / pd.to_numeric(rows.loc[db, "qps"])
-                           / (pd.to_numeric(rows.loc[db, "iops"]) / pd.to_numeric(rows.loc[db, "qps"])))
+    rows.loc[db, "lat"] = rows.loc[db, "threads"] * 1e6 / pd.to_numeric(rows.loc[db, "iops"])  # per read
     cols = ["reqsz", "lat", "io.lat"]
     out = []
     for t in sorted(rows["threads"].unique()):
@@ -1213,6 +1213,7 @@ def config_errors(pred: pd.DataFrame, by: Sequence[str] | None = None) -> pd.Dat
     return g.reset_index()
 
 
+@functools.lru_cache(maxsize=None)
 def _median_abs_normal(n: int) -> float:
     """E|median of n standard normal draws| (a fixed-seed simulation: the same number every time)."""
     rng = np.random.default_rng(12345)
