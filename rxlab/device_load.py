@@ -36,7 +36,10 @@ from . import figures, metrics, placement, rawio
 __all__ = ["NEIGHBOURS", "fig_device_load", "findings", "measure", "run", "summary"]
 
 NEIGHBOURS = ("idle", "busy")  # the other CPU during the run
-_SPIN = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n"
+# The spinner dies with its parent (PR_SET_PDEATHSIG, SIGKILL): a notebook killed mid-run must not
+# leave a CPU spinning under every later measurement on the machine.
+_SPIN = ("import ctypes, os, sys\nctypes.CDLL(None).prctl(1, 9)\nif os.getppid() != int(sys.argv[2]):\n"
+         "    sys.exit(0)\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n")
 
 
 class _Spinner:
@@ -47,7 +50,7 @@ class _Spinner:
 
     def __enter__(self):
         if self.cpu is not None:
-            self.proc = subprocess.Popen([sys.executable, "-c", _SPIN, str(self.cpu)])
+            self.proc = subprocess.Popen([sys.executable, "-c", _SPIN, str(self.cpu), str(os.getpid())])
             time.sleep(0.2)  # on its CPU before the reads start
             if self.proc.poll() is not None:
                 raise RuntimeError(f"device_load: the spinner on CPU {self.cpu} exited with "

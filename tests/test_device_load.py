@@ -2,6 +2,11 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -70,3 +75,32 @@ def test_bad_input_one_line(tmp_path, kw, match):
     with pytest.raises(ValueError, match=match) as e:
         device_load.run(tmp_path / "f.dat", size=1 << 20, progress=False, **kw)
     assert "\n" not in str(e.value)
+
+
+def test_the_spinner_dies_with_its_parent(tmp_path):
+    """A process holding a _Spinner is SIGKILLed: the spinning child goes with it (no orphan left
+    busy under later measurements)."""
+    pid_file = tmp_path / "spinner.pid"
+    code = ("import os, sys, time\nfrom rxlab import device_load\n"
+            "with device_load._Spinner(os.sched_getaffinity(0).pop()) as s:\n"
+            f"    open({str(pid_file)!r}, 'w').write(str(s.proc.pid))\n    time.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline and parent.poll() is None
+        time.sleep(0.05)
+    spinner = int(pid_file.read_text())
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while _alive(spinner):
+        assert time.monotonic() < deadline, "the spinner outlived its parent"
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    """Running (not gone, not a zombie waiting to be reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
