@@ -40,6 +40,11 @@ Derived columns (the seeds' names):
                                                     the disk's interrupts in that window: reads
                                                     woken by an inter-processor wake-up; rxlab
                                                     rows only)
+    stealPer  steal_s * 1e6 / ops                  (us per op the hypervisor kept this VM's runnable
+                                                    vCPUs off a physical CPU, every CPU of the VM:
+                                                    /proc/stat's steal over the step, system_cpu.steal
+                                                    from rxlab's driver, sys_steal_s around real fio
+                                                    and db_bench)
 
 and, against a fio baseline row measured the same way:
 
@@ -70,7 +75,7 @@ RAW_COLUMNS = (
 SEED_COLUMNS = ("qps", "iops", "reqsz", "usPer", "syPer", "cpuPer", "rx.lat", "io.lat", "test")
 # Extra derived columns that the seeds use in prose but not in the main table.
 EXTRA_COLUMNS = ("wmbps", "mbps", "micros_per_op", "rmbps", "own_rmbps", "runqPer", "sleepsPer",
-                 "unclockedPer", "awayShare")
+                 "unclockedPer", "awayShare", "stealPer")
 EFFICIENCY_COLUMNS = ("io.eff", "us.inc", "cpu.inc")
 
 # Latency percentiles every producer reports, and their column names. The
@@ -158,6 +163,10 @@ def seed_columns(rows) -> pd.DataFrame:
     # sleeps away from the interrupt's CPU is 18-36 us slower, and that wake-up is in no CPU,
     # run-queue or disk counter. Counted per call when it returns (sched_getcpu).
     out["awayShare"] = 1.0 - _div(_col(df, "calls_on_irq_cpu"), _col(df, "calls_counted"))
+    # Time the host kept a runnable vCPU waiting (contention on the host, and the wake-up of a
+    # halted vCPU). On these VMs a 5 s step's steal moves between 0 and 22 us per query, and the
+    # query's CPU and the disk's latency rise with it (rxlab.model's steal_factor).
+    out["stealPer"] = _div(_col(df, "system_cpu.steal").fillna(_col(df, "sys_steal_s")) * 1e6, ops)
     return out
 
 

@@ -35,12 +35,13 @@ What the seed's own tables say (worked out here, shown by `latency_gap`):
 The fitted model (one query):
 
     latency = cpuPer [+ runqPer] + reads_per_query * size(threads) * (reqsz - bs) + io
+              + steal_factor * stealPer
     io (no delay)  = reads_per_query * (device(threads) + awayShare * remote) + wait(threads)
     size(threads)   = size_penalty + size_penalty_per_thread * (threads - 1)
     io (delay)     = smooth max(io (no delay), reads_per_query * (delay - delay_offset))
     device(threads) = dev_1 + dev_per_thread * (threads - 1)
     wait(threads)   = wait + wait_per_thread * (threads - 1)
-    (fio rows: device = smooth max(device(threads), delay - delay_offset))
+    (fio rows: device = smooth max(device(threads), delay - delay_offset) + steal_factor * stealPer)
 
 runqPer (rxlab rows) is the time a query's thread waited, runnable, for a
 CPU: the scheduler's run_delay, measured per row like cpuPer. With two
@@ -123,6 +124,25 @@ predicted from on with 4.0-4.8% error per configuration instead of 2.0-2.8%. So 
 leaves them out unless asked (unaligned=True). A probe with real fio the same day agreed with
 rxlab fio: 4-9 us at one job, 4-12 us at two jobs, 14-28 us at two jobs one per CPU.
 
+The host's steal (`steal_factor`): each row carries stealPer, the time per op that the VM's runnable
+vCPUs waited for a physical CPU (/proc/stat's steal over the step, both vCPUs). On these VMs a 5 s
+step's steal moved between 0 and 22 us per query, and with it the query's CPU (cpuPer 36 us per
+query at no steal, 65 at 22 us in one configuration: more than the steal itself, so the host's load
+slows the guest's CPU beyond the time it takes away) and the disk's latency (iostat's io.lat 42 to
+64 us). cpuPer enters the model as measured, so the CPU part is already in each prediction; what
+is left is the emulated disk answering later, which fio's device term cannot know when fio ran at a
+quieter moment. steal_factor is that cost per us of steal, in fio's device term and in RocksDB's
+latency alike, outside the delay's deadline. It is held at 0 where stealPer spans less than
+STEAL_SPREAD_US. With device="iostat" it comes out negative: iostat's io.lat already holds the
+late completion, and so does cpuPer, and the term takes the double count out. Measured on
+2026-11-26 (each study with the delay study): steal_factor 0.35-0.43 ± 0.06 (fio device) and
+-0.27 to -0.32 ± 0.03-0.04 (iostat device) on three studies. On the 8-repetition study
+20261126T063200932c the iostat-device model's worst held-out configuration per split was 1.1-2.8%
+with the term and 1.7-4.7% without it; the fio-device model's median per split 1.2-5.5% with it and
+1.1-6.2% without (worst configuration 2.1-8.3% and 1.5-8.6%): it helps where steal differs between
+fio's run and RocksDB's, and overlaps the remote wake-up at two clients, where a halted vCPU's
+wake-up is itself counted as steal.
+
 The wait sits inside the max with the emulated delay because the delay is a
 completion deadline: it hides whatever makes the device slower under RocksDB
 than under fio as it hides the device's own latency (measured: the wait of
@@ -195,6 +215,8 @@ PARAMS = {
     # an inter-processor wake-up, in no CPU, run-queue or disk counter; times each row's awayShare
     "remote_us": "us per read woken away from the interrupt's CPU, one client",
     "remote_per_thread_us": "us per read woken away, per extra client",
+    # the hypervisor's steal (each row's stealPer): time the VM's runnable vCPUs waited for the host
+    "steal_factor": "us of latency per us of steal per op",
 }
 DEVICES = ("curve", "baseline", "iostat")
 _CURVE_ONLY = ("dev_1_us", "dev_per_thread_us")
@@ -203,13 +225,15 @@ _IOSTAT_ONLY = ("overlap_us", "overlap_per_thread_us")
 NEUTRAL = {"dev_1_us": 0.0, "dev_per_thread_us": 0.0, "delay_offset_us": 30.0, "size_penalty_us_per_kib": 0.0,
            "size_penalty_per_thread_us_per_kib": 0.0,
            "wait_per_thread_us": 0.0, "overlap_us": 0.0, "overlap_per_thread_us": 0.0, "remote_us": 0.0,
-           "remote_per_thread_us": 0.0}
+           "remote_per_thread_us": 0.0, "steal_factor": 0.0}
 # remote_us is fitted only where the rows' awayShare spans at least this much (e.g. a fio run
 # pinned away from the interrupt's CPU beside the baseline's, which stays on it).
 AWAY_SPREAD = 0.3
 # The size penalty is fitted only where reqsz spans at least this many KiB (block_align off, or
 # fio reading bs=8704 at 512-byte offsets beside the baseline).
 SIZE_SPREAD_KIB = 0.1
+# steal_factor is fitted only where the rows' stealPer spans at least this many us per op.
+STEAL_SPREAD_US = 2.0
 # Width of the smooth max between the device's own latency and the emulated
 # delay: real device latencies spread, so E[max(X, D)] bends rather than kinks.
 DELAY_SMOOTH_US = 5.0
@@ -218,6 +242,7 @@ DEFAULT_BS_KIB = 8.0
 _DB_REQUIRED = ("qps", "iops", "reqsz", "usPer", "cpuPer", "test")
 RUNQ = "runqPer"  # us per op waiting for a CPU (rxlab.metrics); 0 where a row does not carry it
 AWAY = "awayShare"  # share of reads woken away from the interrupt's CPU (rxlab.metrics); 0 where absent
+STEAL = "stealPer"  # us per op of the hypervisor's steal, every vCPU (rxlab.metrics); 0 where absent
 _RUNQ_COUNTED = "_runq"  # runqPer when the model counts it (runq=True), else 0
 _FIO_REQUIRED = ("iops", "usPer", "cpuPer", "rx.lat")
 _KEYS = ("threads", "delay_us")
@@ -443,6 +468,10 @@ def _prepare(df, require_baseline: bool = True, need_fio: bool = True, runq: boo
     if ((away < 0) | (away > 1)).any():
         _fail(f"column {AWAY} (share of reads woken away from the interrupt's CPU) must be within 0..1")
     df[AWAY] = away.fillna(0.0).astype(float)
+    steal = pd.to_numeric(df[STEAL], errors="coerce") if STEAL in df.columns else pd.Series(np.nan, index=df.index)
+    if (steal < 0).any():
+        _fail(f"column {STEAL} (us per op of the hypervisor's steal) must be >= 0")
+    df[STEAL] = steal.fillna(0.0).astype(float)
     df["_fio"] = fio_mask
     base = df["baseline"] if "baseline" in df.columns else pd.Series(True, index=df.index)
     df["_baseline"] = fio_mask & base.fillna(True).astype(bool)
@@ -462,7 +491,7 @@ def _baselines(df: pd.DataFrame) -> pd.DataFrame:
     and device = lat - cpuPer - runqPer (what is neither on nor waiting for a CPU). Rows with
     baseline=False (a run pinned away from the interrupt's CPU) inform the fit, not the baseline."""
     fio = df[df["_baseline"]]
-    cols = ["iops", "usPer", "cpuPer", _RUNQ_COUNTED, AWAY, "rx.lat",
+    cols = ["iops", "usPer", "cpuPer", _RUNQ_COUNTED, AWAY, STEAL, "rx.lat",
             *(["io.lat"] if "io.lat" in fio.columns else [])]
     b = fio.groupby(list(_KEYS))[cols].mean()
     b["device_us"] = b["rx.lat"] - b["cpuPer"] - b[_RUNQ_COUNTED]
@@ -485,6 +514,7 @@ def _with_efficiency(df: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
         parts.append(kept.assign(**{c: e[c] for c in metrics.EFFICIENCY_COLUMNS},
                                  fio_device_us=b["device_us"], fio_cpuPer=b["cpuPer"],
                                  fio_runqPer=b[_RUNQ_COUNTED], fio_awayShare=b[AWAY],
+                                 fio_stealPer=b[STEAL],
                                  fio_io_lat=b.get("io.lat", np.nan),
                                  fio_iops=b["iops"]))
     out = pd.concat(parts).loc[db.index]
@@ -531,11 +561,14 @@ def _device(p: Mapping[str, float], threads, delay, io_lat=None, away=0.0, exces
 
 
 def _latency(p: Mapping[str, float], cpu, reads, reqsz, threads, *, delay, bs_kib, device=None, io_lat=None,
-             away=0.0, device_away=0.0):
+             away=0.0, device_away=0.0, steal=0.0, device_steal=0.0):
     """Predicted latency per query (us); `device` overrides the fitted device curve, `io_lat`
     (device="iostat") replaces it with each row's own io.lat less the overlap. `away` is the
     row's share of reads woken away from the interrupt's CPU, each paying remote_us;
     `device_away` the share inside `device` (the matched fio baseline's own), taken out first.
+    `steal` is the row's stealPer, costing steal_factor times itself beside the CPU (outside the
+    delay's deadline: a vCPU kept off the host is late whatever the device does);
+    `device_steal` the matched fio baseline's, inside `device`, taken out first.
 
     The wait is time a query's reads take beyond fio's device latency (the
     device is slower under RocksDB). An emulated delay is a completion
@@ -554,12 +587,13 @@ def _latency(p: Mapping[str, float], cpu, reads, reqsz, threads, *, delay, bs_ki
         deadline = reads * (delay - p["delay_offset_us"])
     else:  # the matched fio device latency (lat - cpuPer) at the row's delay: the deadline already in it
         device = np.asarray(device, float)
-        own = device - np.asarray(device_away, float) * _remote(p, threads)
+        own = (device - np.asarray(device_away, float) * _remote(p, threads)
+               - p["steal_factor"] * np.asarray(device_steal, float))
         undelayed = reads * (np.where(delay > 0, curve, own) + remote) + wait
         deadline = reads * device
     io = np.where(delay > 0, _smax(undelayed, deadline), undelayed)
     size = reads * _size(p, threads) * (np.asarray(reqsz, float) - bs_kib)
-    return np.asarray(cpu, float) + size + io
+    return np.asarray(cpu, float) + size + io + p["steal_factor"] * np.asarray(steal, float)
 
 
 @dataclass
@@ -610,7 +644,8 @@ class ModelFit:
         io_lat = rows["io.lat"] if self.device == "iostat" else None
         lat = _latency(p, rows["cpuPer"] + rows[_RUNQ_COUNTED], rows["reads_per_query"], rows["reqsz"],
                        rows["threads"], delay=rows["delay_us"], bs_kib=self.bs_kib, device=dev, io_lat=io_lat,
-                       away=rows[AWAY], device_away=rows["fio_awayShare"])
+                       away=rows[AWAY], device_away=rows["fio_awayShare"], steal=rows[STEAL],
+                       device_steal=rows["fio_stealPer"])
         keep = [c for c in ("test", "threads", "delay_us", *_CARRY) if c in rows.columns]
         out = rows[keep].copy()
         out["cpuPer"] = rows["cpuPer"]
@@ -618,6 +653,8 @@ class ModelFit:
         out["reads_per_query"] = rows["reads_per_query"]
         out[AWAY] = rows[AWAY]
         out["remote_wake_us"] = rows["reads_per_query"] * rows[AWAY] * _remote(p, rows["threads"])
+        out[STEAL] = rows[STEAL]
+        out["steal_us"] = p["steal_factor"] * rows[STEAL]
         out["device_us"] = _device(p, rows["threads"], rows["delay_us"], io_lat) if dev is None else dev
         out["lat_pred_us"] = lat
         out["qps_pred"] = rows["threads"] * 1e6 / lat
@@ -701,6 +738,9 @@ def _identifiable(fio: pd.DataFrame, db: pd.DataFrame,
     if (spread >= AWAY_SPREAD).sum() < 2:
         held["remote_per_thread_us"] = (f"awayShare spans {AWAY_SPREAD:g} or more at fewer than two client "
                                         "counts")
+    steal = pd.concat([fio[STEAL], db[STEAL]])
+    if steal.max() - steal.min() < STEAL_SPREAD_US:
+        held["steal_factor"] = f"stealPer spans less than {STEAL_SPREAD_US:g} us per op (the host left the VM alone)"
     return [p for p in PARAMS if p not in held], held
 
 
@@ -721,8 +761,9 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
     dev_obs = (fio["rx.lat"] - fio["cpuPer"] - fio[_RUNQ_COUNTED]).to_numpy(float)
     cols = {c: db[c].to_numpy(float) for c in ("cpuPer", _RUNQ_COUNTED, "reads_per_query", "threads",
                                                  "delay_us", "lat_meas_us", "fio_device_us", AWAY,
-                                                 "fio_awayShare")}
+                                                 "fio_awayShare", STEAL, "fio_stealPer")}
     away_f = fio[AWAY].to_numpy(float)
+    steal_f = fio[STEAL].to_numpy(float)
     excess_f = _fio_reqsz(fio, bs_kib).to_numpy(float) - bs_kib
     reqsz = pd.to_numeric(db["reqsz"]).to_numpy(float)
     dev_override = cols["fio_device_us"] if device == "baseline" else None
@@ -738,10 +779,11 @@ def _solve(fio, db, free, fixed, *, bs_kib, device, x0, weights=(1.0, 1.0)):
 
     def resid(x):
         p = unpack(x)
-        r_f = _device(p, t_f, d_f, io_f, away_f, excess_f) / dev_obs - 1.0
+        r_f = (_device(p, t_f, d_f, io_f, away_f, excess_f) + p["steal_factor"] * steal_f) / dev_obs - 1.0
         lat = _latency(p, cols["cpuPer"] + cols[_RUNQ_COUNTED], cols["reads_per_query"], reqsz,
                        cols["threads"], delay=cols["delay_us"], bs_kib=bs_kib, device=dev_override,
-                       io_lat=io_d, away=cols[AWAY], device_away=cols["fio_awayShare"])
+                       io_lat=io_d, away=cols[AWAY], device_away=cols["fio_awayShare"], steal=cols[STEAL],
+                       device_steal=cols["fio_stealPer"])
         return np.concatenate([w_fio * r_f, w_db * (lat / cols["lat_meas_us"] - 1.0)])
 
     res = least_squares(resid, np.asarray(x0, float), x_scale="jac", method="trf")
@@ -766,7 +808,7 @@ def _initial(fio: pd.DataFrame, device: str = "curve") -> dict[str, float]:
     return {"dev_1_us": dev_1, "dev_per_thread_us": dev_slope, "delay_offset_us": 30.0,
             "size_penalty_us_per_kib": 0.0, "size_penalty_per_thread_us_per_kib": 0.0, "wait_us": 0.0, "wait_per_thread_us": 0.0,
             "overlap_us": ovl_1, "overlap_per_thread_us": ovl_slope, "remote_us": 0.0,
-            "remote_per_thread_us": 0.0}
+            "remote_per_thread_us": 0.0, "steal_factor": 0.0}
 
 
 def _fit_free(fio, db, free, held, start, *, bs_kib, device, weights):

@@ -110,6 +110,9 @@ def test_units_on_a_hand_computed_step():
     assert np.isnan(got["awayShare"])  # no per-CPU counts in this row
     woken = {**row, "irq_cpu": 1, "calls_on_irq_cpu": 600, "calls_counted": 1000}
     assert metrics.seed_columns(woken).iloc[0]["awayShare"] == pytest.approx(0.4)
+    assert np.isnan(got["stealPer"])  # no /proc/stat window in this row
+    stolen = metrics.seed_columns([{**row, "system_cpu.steal": 0.003}, {**row, "sys_steal_s": 0.002}])
+    assert stolen["stealPer"].tolist() == pytest.approx([3.0, 2.0])  # 3 ms over 1000 ops; real tools' name
     assert got["qps"] == 500
     assert got["iops"] == 200
     assert got["reqsz"] == 8.0          # 16 sectors x 512 B = 8 KB

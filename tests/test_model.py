@@ -125,6 +125,7 @@ def test_fit_on_the_published_rows():
 
 IOSTAT_ONLY = {"overlap_us", "overlap_per_thread_us"}  # held unless device="iostat"
 REMOTE = {"remote_us", "remote_per_thread_us"}
+STEAL = {"steal_factor"}  # held without rows whose stealPer varies (the synthetic rows carry none)
 SIZE = {"size_penalty_us_per_kib", "size_penalty_per_thread_us_per_kib"}  # held without rows whose reads were woken away from the interrupt's CPU
 TRUE = {"dev_1_us": 35.0, "dev_per_thread_us": 6.0, "delay_offset_us": 40.0,
         "size_penalty_us_per_kib": 20.0, "size_penalty_per_thread_us_per_kib": 4.0, "wait_us": 10.0,
@@ -211,8 +212,8 @@ def test_fit_recovers_known_parameters():
     df = synthetic(seed=0)
     f = model.fit(df)
     iostat_only = IOSTAT_ONLY
-    assert f.free == [q for q in model.PARAMS if q not in iostat_only | REMOTE]
-    assert set(f.held) == iostat_only | REMOTE
+    assert f.free == [q for q in model.PARAMS if q not in iostat_only | REMOTE | STEAL]
+    assert set(f.held) == iostat_only | REMOTE | STEAL
     truth = pd.Series(TRUE)
     err = f.params[list(TRUE)] - truth
     assert (f.stderr[list(TRUE)] > 0).all() and f.stderr[list(iostat_only)].isna().all()
@@ -240,7 +241,7 @@ def test_parameters_the_rows_cannot_identify_are_held():
     df = synthetic(seed=2, threads=(1, 4), delays=(0,), block_aligns=(True,))
     df["reqsz"] = 8.3                                          # no spread of request size
     f = model.fit(df)
-    assert set(f.held) == {"delay_offset_us", *SIZE, *IOSTAT_ONLY, *REMOTE}
+    assert set(f.held) == {"delay_offset_us", *SIZE, *IOSTAT_ONLY, *REMOTE, *STEAL}
     assert f.params[list(SIZE)].tolist() == [0.0, 0.0]
     assert f.stderr[list(f.held)].isna().all()
     assert f.params["dev_per_thread_us"] == pytest.approx(TRUE["dev_per_thread_us"], rel=0.05)
@@ -405,6 +406,46 @@ def test_reads_woken_away_from_the_interrupts_cpu_predict_more_clients_from_one(
     _one_line_error(lambda: model.fit(df.assign(awayShare=1.5)), r"column awayShare .* must be within 0\.\.1")
     _one_line_error(lambda: model.fit(df[(df["tool"] != "fio") | ~keep]),
                     r"no fio baseline rows \(every fio row has baseline=False\)")
+
+
+def stolen(seed=0, factor=0.4, reps=4):
+    """Rows of a VM whose host sometimes keeps its vCPUs waiting: each row's stealPer (us per op,
+    drawn 0-20 like a 5 s step here) costs `factor` us of latency per us, beyond the CPU per op,
+    in fio's device term and in RocksDB's queries alike (the emulated disk answers later)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for t, _ in itertools.product((1, 2), range(reps)):
+        steal = float(rng.uniform(0, 20))
+        lat = 11.0 + 35.0 + 6.0 * (t - 1) + factor * steal
+        rows.append({"tool": "fio", "test": "fio", "threads": t, "delay_us": 0, "block_align": True,
+                     "qps": t * 1e6 / lat, "iops": t * 1e6 / lat, "reqsz": 8.0, "usPer": 1.4,
+                     "cpuPer": 11.0, "rx.lat": lat, "stealPer": steal})
+        for test, (inc, r, bloom) in TESTS.items():
+            steal = float(rng.uniform(0, 20))
+            cpu = 11.0 + inc
+            qps = t * 1e6 / (cpu + r * (35.0 + 6.0 * (t - 1)) + 8.0 + factor * steal)
+            rows.append({"tool": "rxlab", "test": test, "threads": t, "delay_us": 0, "block_align": True,
+                         "bloom": bloom, "qps": qps, "iops": qps * r, "reqsz": 8.0, "usPer": cpu - 9.0,
+                         "cpuPer": cpu, "rx.lat": t * 1e6 / qps, "stealPer": steal})
+    return pd.DataFrame(rows)
+
+
+def test_the_hypervisors_steal_is_fitted_and_predicts_each_row():
+    """stealPer times a fitted steal_factor: recovered, predicting held-out rows whose steal
+    differs; without the column the same rows are missed; rows whose steal does not vary hold it."""
+    df = stolen()
+    one = (df["threads"] == 1).to_numpy()
+    ev = model.evaluate(df, fit_on=one)
+    assert "steal_factor" in ev.fit.free
+    assert ev.fit.params["steal_factor"] == pytest.approx(0.4, rel=0.02)
+    assert ev.rows["err_iops_pct"].abs().max() < 0.5
+    assert ev.rows["steal_us"].to_numpy() == pytest.approx(0.4 * ev.rows["stealPer"].to_numpy(), rel=0.02)
+    blind = model.evaluate(df.drop(columns="stealPer"), fit_on=one)
+    assert "steal_factor" in blind.fit.held
+    assert blind.rows["err_iops_pct"].abs().max() > 3.0
+    calm = model.fit(df.assign(stealPer=0.5))
+    assert calm.held["steal_factor"].startswith("stealPer spans less than 2 us per op")
+    _one_line_error(lambda: model.fit(df.assign(stealPer=-1.0)), r"column stealPer .* must be >= 0")
 
 
 def test_device_baseline_option_and_predict_without_fio_rows():
