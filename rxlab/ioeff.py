@@ -51,9 +51,9 @@ __all__ = [
     "PUBLISHED", "SCALES", "SEED_TESTS", "Comparison", "Params", "Settings", "StudyResult", "agreement",
     "background_io", "compare_models", "error_summary", "fig_block_align", "fig_ioeff", "fig_model_error",
     "fig_predicted_vs_measured", "fig_qps", "fig_reqsz", "fig_sensitivity_cpu", "fig_sensitivity_device",
-    "findings", "held_out", "load_study", "model_findings", "model_rows", "plan", "repeatability",
-    "round_like_seed", "run_study", "seed_rows", "seed_tables", "sensitivity_data", "sequence", "study_frame",
-    "unaligned_cost", "with_delay",
+    "findings", "held_out", "held_out_change", "load_study", "model_findings", "model_rows", "plan", "repeatability",
+    "round_like_seed", "run_study", "seed_rows", "seed_tables", "sensitivity_data", "sequence", "steal_effect",
+    "study_frame", "unaligned_cost", "with_delay",
 ]
 
 SEED_FILE = "blog-2025-10-23-rocksdb-io-efficiency-point-queries.txt"
@@ -987,7 +987,7 @@ def model_rows(*results: StudyResult, unaligned: bool = False) -> pd.DataFrame:
         fio_tools = [t for t in FIO_KINDS if unaligned or t != FIO_UNALIGNED_TOOL]
         keep = f["tool"].isin(fio_tools) | ((f["tool"] == DB_TOOL) & f["test"].isin(SEED_TESTS))
         # studies stored before the wait for a CPU (or where the readers woke) was measured lack it
-        extra = [c for c in (model.RUNQ, model.AWAY) if c in f.columns]
+        extra = [c for c in (model.RUNQ, model.AWAY, model.STEAL) if c in f.columns]
         parts.append(f.loc[keep, [*_KEYS, *[c for c in DB_COLUMNS if c != "test"], *extra]])
     if not parts:
         raise ValueError("no study to take model rows from")
@@ -1258,6 +1258,64 @@ def agreement(a: pd.DataFrame, b: pd.DataFrame, by: Sequence[str] | None = None)
     return m
 
 
+def steal_effect(rows: pd.DataFrame, by: Sequence[str] | None = None) -> pd.Series:
+    """How much of the repetitions' spread the hypervisor's steal accounts for.
+
+    Over the RocksDB rows, within each configuration (`by`, default HELD_OUT_CONFIG), log qps and
+    cpuPer regressed on stealPer (each centred on its configuration's mean, one pooled slope):
+    `qps_pct_per_10us` (% of qps per 10 us of steal per query), `cpu_us_per_us` (us of cpuPer per us
+    of steal), `r2` (the share of the within-configuration variance of log qps that steal
+    explains), and the rows' stealPer (`steal_median_us`, `steal_max_us`) and `rows`. Where steal
+    does not vary within any configuration (one repetition each, as at smoke scale) the slopes and
+    r2 are NaN: there is nothing to regress.
+    """
+    db = rows[~_fio_mask(rows)] if "tool" in rows.columns else rows
+    by = [c for c in (HELD_OUT_CONFIG if by is None else by) if c in db.columns]
+    if not by or model.STEAL not in db.columns or pd.to_numeric(db[model.STEAL], errors="coerce").notna().sum() < 3:
+        raise ValueError(f"steal_effect: needs RocksDB rows with {model.STEAL} and configuration columns "
+                         f"({', '.join(HELD_OUT_CONFIG)})")
+    d = db.assign(_lq=np.log(pd.to_numeric(db["qps"])), _s=pd.to_numeric(db[model.STEAL]),
+                  _c=pd.to_numeric(db["cpuPer"])).dropna(subset=["_lq", "_s", "_c"])
+    g = d.groupby(by, dropna=False)
+    x, lq, cpu = (d[c] - g[c].transform("mean") for c in ("_s", "_lq", "_c"))
+    sxx, syy = float((x * x).sum()), float((lq * lq).sum())
+    b_q, b_c = (float((x * lq).sum()) / sxx, float((x * cpu).sum()) / sxx) if sxx > 0 else (np.nan, np.nan)
+    return pd.Series({"rows": len(d), "steal_median_us": float(d["_s"].median()), "steal_max_us": float(d["_s"].max()),
+                      "qps_pct_per_10us": (np.exp(10.0 * b_q) - 1.0) * 100.0, "cpu_us_per_us": b_c,
+                      "r2": b_q * b_q * sxx / syy if sxx > 0 and syy > 0 else np.nan})
+
+
+def held_out_change(with_term: pd.DataFrame, without: pd.DataFrame) -> pd.DataFrame:
+    """Two `held_out` summaries side by side (the same rows with and without a term's column, say
+    stealPer): per split and model, the median and worst configuration's error in each, and the
+    change (with - without, percentage points; negative is better)."""
+    keys = ["split", "model"]
+    cols = ["config_median_abs_err_pct", "config_max_abs_err_pct"]
+    m = with_term[keys + cols].merge(without[keys + cols], on=keys, suffixes=("", "_without"))
+    if m.empty:
+        raise ValueError("held_out_change: the two summaries share no split and model")
+    for c in cols:
+        m[c.replace("_abs_err_pct", "_change_pp")] = m[c] - m[f"{c}_without"]
+    return m
+
+
+def _steal_lines(f: model.ModelFit | None, eff: pd.Series | None) -> list[str]:
+    """The host's steal: how the runs moved with it, and the model's steal_factor ([] without either)."""
+    lines = []
+    if eff is not None and not np.isnan(eff["r2"]):
+        lines.append(f"- The host's steal (stealPer, us per query that the VM's runnable vCPUs waited for a "
+                     f"physical CPU) was {eff['steal_median_us']:.1f} us per query in the median RocksDB row and "
+                     f"up to {eff['steal_max_us']:.1f}. Within a configuration, each 10 us of it moved qps by "
+                     f"{eff['qps_pct_per_10us']:+.1f}% and cpuPer by {10 * eff['cpu_us_per_us']:+.1f} us, and it "
+                     f"accounts for {eff['r2']:.0%} of the repetitions' spread of qps (steal_effect).")
+    if f is not None and "steal_factor" in f.free:
+        lines.append(f"- Beyond the CPU it inflates, each us of steal per query cost "
+                     f"{f.params['steal_factor']:.2f} ± {f.stderr['steal_factor']:.2f} us of latency "
+                     f"(steal_factor, fitted on fio's and RocksDB's rows alike: the emulated disk answers later "
+                     f"when the host is busy).")
+    return lines
+
+
 def _floor_clause(h: pd.DataFrame) -> str:
     """'; the medians themselves ...' from held_out's config_floor_pct, or '' where it is unknown."""
     if "config_floor_pct" not in h.columns or not h["config_floor_pct"].notna().any():
@@ -1475,10 +1533,11 @@ def _wait_for_cpu_lines(gap: pd.DataFrame | None) -> list[str]:
 
 def model_findings(comp: Comparison, heldout_summary: pd.DataFrame | None = None,
                    background: pd.DataFrame | None = None, gap: pd.DataFrame | None = None,
-                   repeat: pd.DataFrame | None = None, agree: pd.DataFrame | None = None) -> str:
+                   repeat: pd.DataFrame | None = None, agree: pd.DataFrame | None = None,
+                   steal: pd.Series | None = None) -> str:
     """The model comparison in a few Markdown bullets with its numbers (background: `background_io`;
     gap: `model.latency_gap(rows, runq=True)` of the local rows, for the wait for a CPU; repeat:
-    `repeatability(rows)`; agree: `agreement` with an earlier study)."""
+    `repeatability(rows)`; agree: `agreement` with an earlier study; steal: `steal_effect(rows)`)."""
     s = comp.summary.set_index(["source", "model"])
     lines = _background_lines(background) + _wait_for_cpu_lines(gap)
     for src, label in (("published", "the seed's tables"), ("local", "this machine's runs")):
@@ -1516,7 +1575,7 @@ def model_findings(comp: Comparison, heldout_summary: pd.DataFrame | None = None
                          f"wait for a CPU and the disk's own latency account for a query"
                          + _excess_clause(gap) + ".")
     f = comp.fits.get("local")
-    lines += _repeatability_lines(repeat, agree)
+    lines += _repeatability_lines(repeat, agree) + _steal_lines(f, steal)
     lines += _remote_lines(f, gap) + _size_lines(f)
     if f is not None:
         p = f.params

@@ -10,6 +10,7 @@ IO path (run_study) is exercised by tests/test_notebooks.py at smoke scale.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections import namedtuple
 
@@ -569,3 +570,46 @@ def test_unaligned_cost_sets_fio_beside_rocksdb(tmp_path):
     plain = tmp_path / "plain"
     write_study(plain)
     assert set(ioeff.unaligned_cost(ioeff.load_study(plain))["tool"]) == {"rocksdb"}
+
+
+def test_steal_effect_measures_how_the_runs_moved_with_the_hosts_steal(study):
+    """Within each configuration qps falls 2% and cpuPer rises 1.3 us per us of steal per query;
+    the configurations' own levels differ (they must not count as steal's doing)."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for (test, base), t in itertools.product((("readrandom", 12000.0), ("readrandom3", 15000.0)), (1, 2)):
+        for steal in rng.uniform(0.0, 20.0, 6):
+            rows.append({"tool": "rocksdb", "test": test, "block_align": True, "threads": t, "delay_us": 0,
+                         "stealPer": steal, "qps": base * t * math.exp(-0.02 * steal),
+                         "cpuPer": 40.0 + 10.0 * t + 1.3 * steal})
+    rows.append({"tool": "rxlab-fio", "test": "fio-sync", "block_align": np.nan, "threads": 1, "delay_us": 0,
+                 "stealPer": 90.0, "qps": 1.0, "cpuPer": 1.0})   # fio rows are not RocksDB's spread
+    df = pd.DataFrame(rows)
+    eff = ioeff.steal_effect(df)
+    assert eff["rows"] == 24
+    assert eff["qps_pct_per_10us"] == pytest.approx((math.exp(-0.2) - 1) * 100)
+    assert eff["cpu_us_per_us"] == pytest.approx(1.3)
+    assert eff["r2"] == pytest.approx(1.0)
+    noisy = df.assign(qps=df["qps"] * np.exp(0.05 * rng.standard_normal(len(df))))
+    assert 0.2 < ioeff.steal_effect(noisy)["r2"] < 0.95
+    text = ioeff.model_findings(ioeff.compare_models(ioeff.model_rows(study)), steal=eff)
+    assert "each 10 us of it moved qps by -18.1% and cpuPer by +13.0 us" in text
+    assert "accounts for 100% of the repetitions' spread" in text
+    with pytest.raises(ValueError, match="steal_effect: needs RocksDB rows with stealPer"):
+        ioeff.steal_effect(df.drop(columns="stealPer"))
+    flat = ioeff.steal_effect(df.assign(stealPer=3.0))        # e.g. one repetition per configuration
+    assert flat[["qps_pct_per_10us", "cpu_us_per_us", "r2"]].isna().all() and flat["steal_median_us"] == 3.0
+    assert "host's steal" not in ioeff.model_findings(ioeff.compare_models(ioeff.model_rows(study)), steal=flat)
+
+
+def test_held_out_change_sets_two_summaries_side_by_side():
+    a = pd.DataFrame({"split": ["s1", "s2"], "model": "fitted", "config_median_abs_err_pct": [1.0, 2.0],
+                      "config_max_abs_err_pct": [3.0, 4.0]})
+    b = a.assign(config_median_abs_err_pct=[1.5, 1.0], config_max_abs_err_pct=[5.0, 4.0])
+    c = ioeff.held_out_change(a, b).set_index("split")
+    assert c.loc["s1", "config_median_change_pp"] == pytest.approx(-0.5)
+    assert c.loc["s2", "config_median_change_pp"] == pytest.approx(1.0)
+    assert c.loc["s1", "config_max_change_pp"] == pytest.approx(-2.0)
+    assert c.loc["s2", "config_max_abs_err_pct_without"] == 4.0
+    with pytest.raises(ValueError, match="share no split and model"):
+        ioeff.held_out_change(a, b.assign(model="seed"))
