@@ -704,11 +704,12 @@ def _profiled_db_bench(flags: dict, fs_uri: str | None, data: Path, *, frequency
 
 
 def own_cost(root: Path, *, threads=(1, 2), reps: int = 3, duration: float = 5, frequency: int = 2999,
-             quiet: bool = False) -> pd.DataFrame:
+             quiet: bool = False, out: Path | None = None) -> pd.DataFrame:
     """posix against default through the release db_bench (readrandom on the benchmark DB), each
     under perf: the reader threads' CPU microseconds per op in each OWN_CLASSES class (by leaf
     frame), one row per run and class.
-    The two backends alternate, the order flipped every repetition."""
+    The two backends alternate, the order flipped every repetition. `out`: a CSV rewritten after
+    every run, so a run that fails (or is interrupted) keeps the ones before it."""
     import tempfile
 
     bad = [t for t in threads if int(t) < 1]
@@ -733,6 +734,8 @@ def own_cost(root: Path, *, threads=(1, 2), reps: int = 3, duration: float = 5, 
                     for cls, ns in r["samples_ns"].items():
                         rows.append({"rep": rep, "threads": int(t), "backend": backend, "class": cls,
                                      "us_per_op": ns / 1e3 / ops, "qps": r["qps"], "ops": ops})
+                    if out is not None:
+                        pd.DataFrame(rows).to_csv(out, index=False)
                     if not quiet:
                         total = sum(r["samples_ns"].values()) / 1e3 / ops
                         own = sum(r["samples_ns"][c] for c in OWN[backend]) / 1e3 / ops

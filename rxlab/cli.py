@@ -149,8 +149,8 @@ def _bench_backends(a):
     if a.own_cost:
         from .backends_bench import own_cost, summarize_own_cost
 
-        df = own_cost(root, reps=a.repeats, duration=a.duration, quiet=a.quiet)
         out = root / "backends-own-cost.csv"
+        df = own_cost(root, reps=a.repeats, duration=a.duration, quiet=a.quiet, out=out)
         df.to_csv(out, index=False)
         print(summarize_own_cost(df))
         print(f"\nper-run rows: {out}")

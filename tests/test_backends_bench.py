@@ -175,7 +175,7 @@ def test_own_cost_classes_of_leaf_frames(leaf, cls):
     assert bb.classify_leaf(leaf) == cls
 
 
-def test_own_cost_profiles_posix_and_default_through_db_bench(tmp_path):
+def test_own_cost_profiles_posix_and_default_through_db_bench(tmp_path, monkeypatch):
     """Both backends' readrandom under perf on one small DB: only the posix runs execute rxlab's
     code (the plugin is not even loaded for default), and the summary prices it."""
     from rxlab import cpu_breakdown, driver
@@ -196,8 +196,24 @@ def test_own_cost_profiles_posix_and_default_through_db_bench(tmp_path):
     finally:
         sess.close()
     (db / "rxlab-loaded").write_text(f"num={num} block_align=True\n")
-    df = bb.own_cost(tmp_path, threads=(1,), reps=1, duration=1, quiet=True)
+    saved = tmp_path / "own.csv"
+    df = bb.own_cost(tmp_path, threads=(1,), reps=1, duration=1, quiet=True, out=saved)
     assert set(df["backend"]) == {"posix", "default"} and (df["ops"] > 0).all()
+    assert len(pd.read_csv(saved)) == len(df)       # written run by run, whole at the end
+    # the second run fails (db_bench killed, say): the first one's rows stay on disk
+    real, calls = bb._profiled_db_bench, []
+
+    def second_fails(*args, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("db_bench died")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(bb, "_profiled_db_bench", second_fails)
+    with pytest.raises(RuntimeError, match="db_bench died"):
+        bb.own_cost(tmp_path, threads=(1,), reps=1, duration=1, quiet=True, out=saved)
+    kept = pd.read_csv(saved)
+    assert set(kept["backend"]) == {"default"} and len(kept) == len(df) // 2
     per = df.pivot_table(index="class", columns="backend", values="us_per_op", aggfunc="sum")
     assert per.loc["rxlab backend", "posix"] > 0, per
     assert per.loc["rxlab backend", "default"] == 0, per
