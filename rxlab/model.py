@@ -135,13 +135,13 @@ quieter moment. steal_factor is that cost per us of steal, in fio's device term 
 latency alike, outside the delay's deadline. It is held at 0 where stealPer spans less than
 STEAL_SPREAD_US. With device="iostat" it comes out negative: iostat's io.lat already holds the
 late completion, and so does cpuPer, and the term takes the double count out. Measured on
-2026-11-26 (each study with the delay study): steal_factor 0.35-0.43 ± 0.06 (fio device) and
--0.27 to -0.32 ± 0.03-0.04 (iostat device) on three studies. On the 8-repetition study
-20261126T063200932c the iostat-device model's worst held-out configuration per split was 1.1-2.8%
-with the term and 1.7-4.7% without it; the fio-device model's median per split 1.2-5.5% with it and
-1.1-6.2% without (worst configuration 2.1-8.3% and 1.5-8.6%): it helps where steal differs between
-fio's run and RocksDB's, and overlaps the remote wake-up at two clients, where a halted vCPU's
-wake-up is itself counted as steal.
+2026-11-26 (each study with the delay study), on four studies: steal_factor 0.35-0.62 (fio device,
+± 0.06-0.11) and -0.27 to -0.35 (iostat device, ± 0.03-0.04). On the two 8-repetition studies
+20261126T063200932c and 20261126T0715414087 the iostat-device model's worst held-out configuration
+per split was 1.1-2.8% and 1.4-3.4% with the term, 1.7-4.7% and 2.2-5.4% without it. The
+fio-device model moved both ways (median per split 1.2-5.5% and 0.9-6.3% with it, 1.1-6.2% and
+1.4-6.6% without): it gains where steal differs between fio's run and RocksDB's, and overlaps the
+remote wake-up at two clients, where a halted vCPU's wake-up is itself counted as steal.
 
 The wait sits inside the max with the emulated delay because the delay is a
 completion deadline: it hides whatever makes the device slower under RocksDB
