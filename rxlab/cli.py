@@ -150,8 +150,7 @@ def _bench_backends(a):
         from .backends_bench import own_cost, summarize_own_cost
 
         out = root / "backends-own-cost.csv"
-        df = own_cost(root, reps=a.repeats, duration=a.duration, quiet=a.quiet, out=out)
-        df.to_csv(out, index=False)
+        df = own_cost(root, reps=a.repeats, duration=a.duration, quiet=a.quiet, out=out)  # saved run by run
         print(summarize_own_cost(df))
         print(f"\nper-run rows: {out}")
         return
