@@ -1039,6 +1039,8 @@ def sensitivity(params=None, device_latency_us=None, cpu_per_query_us=(6.534, 8.
     fitted fio cpuPer at `threads` (the seed's 10.916 without a fit).
     Defaults: device latency 20 to 400 us (this machine's ~33 to twice the
     seed's 91 and beyond), CPU the seed's 6.534 and 8.330 us and 10 us.
+    The fitted curves are for a quiet host: no steal (stealPer 0) and every read
+    woken on the interrupt's CPU (awayShare 0); measured rows carry their own.
     Returns a tidy frame, one row per (model, device latency, cpu):
     model, threads, device_latency_us, cpu_per_query_us, libc_kernel_us,
     reads_per_query, lat_us, iops, fio_iops, io.eff.
