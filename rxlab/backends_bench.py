@@ -45,12 +45,13 @@ COMMON = {
 
 READ_CONFIGS = {
     "default": None,
+    # buffer_align=auto (rxlab's default): the block-aligned SSTs' files ask a page of RocksDB, so
+    # every 8 KiB read buffer sits on 2 pages.
     "posix": "rxlab://posix",
-    # RocksDB aligns O_DIRECT buffers to the logical block size (512 here): where an 8 KiB read
-    # buffer falls in its pages is then up to malloc, per process (strace: page offset 0 in
-    # db_bench on RocksDB's file system, 2048 with the plugin's posix). buffer_align=4096 pins
-    # every buffer to a page, as the default's happens to be: the like-for-like comparison.
-    "posix page-aligned": "rxlab://posix?buffer_align=4096",
+    # buffer_align=0, as RocksDB's own file system: buffers aligned to the logical block size
+    # (512 here), so where an 8 KiB buffer falls in its pages is up to malloc, per process
+    # (strace: page offset 0 in db_bench on RocksDB's file system, 2048 with the plugin's posix).
+    "posix 512-aligned": "rxlab://posix?buffer_align=0",
     "libaio": "rxlab://libaio",
     "io_uring": "rxlab://io_uring",
     "io_uring+reg+fixed": "rxlab://io_uring?registered_files=1&fixed_buffers=1",
@@ -379,7 +380,7 @@ def summarize(df: pd.DataFrame, placements: dict | None = None) -> str:
                 f"n={len(r)}")
 
     out.append("\ntargets (medians):")
-    for t, px in ((t, px) for t in (1, 2) for px in ("posix", "posix page-aligned")
+    for t, px in ((t, px) for t in (1, 2) for px in ("posix", "posix 512-aligned")
                   if {("readrandom", c, t) for c in ("default", px)} <= set(med.index)):
         d, p = m("readrandom", "default", t, "cpuPer"), m("readrandom", px, t, "cpuPer")
         out.append(f"  readrandom t={t}: {px} CPU/op {p:.1f} us vs default {d:.1f} us: "
@@ -532,7 +533,7 @@ def interleaved(root: Path, *, sections: tuple[str, ...] = ("readrandom",),
     """Each section's configurations as db_bench processes reading the benchmark DB read-only,
     measured in turns (rxlab.interleave): CPU per device read and reads per second, per session
     against the section's baseline. readrandom runs default plus `configs` (select_configs'
-    words; by default posix and posix page-aligned) at 1 and 2 threads; multireadrandom (batch
+    words; by default posix and posix 512-aligned) at 1 and 2 threads; multireadrandom (batch
     16, multiread_batched) every MultiRead configuration, or `configs`, at 1 thread. `control`
     adds a second process of the baseline: what "equal" looks like in the same run. Rows are
     saved to `out` after every session."""

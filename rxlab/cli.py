@@ -496,7 +496,7 @@ def main(argv=None) -> int:
     bb.add_argument("--own-cost", action="store_true",
                     help="instead: readrandom with posix and default under perf, CPU per op by code "
                          "(what posix's own code costs beside RocksDB's posix file)")
-    _add_interleave_args(bb, "readrandom (default, posix, posix page-aligned, or --configs) and "
+    _add_interleave_args(bb, "readrandom (default, posix, posix 512-aligned, or --configs) and "
                          "multireadrandom (every MultiRead configuration) through db_bench")
     bb.add_argument("--quiet", action="store_true")
     bb.set_defaults(fn=_bench_backends)
@@ -518,7 +518,7 @@ def main(argv=None) -> int:
     bd.add_argument("--cpus_allowed", help="run both tools' readrandom on these CPUs (fio's list: 1, 0-1), "
                     "the same placement for both")
     bd.add_argument("--fs_uri", help="both tools' readrandom through this rxlab file system (db_bench "
-                    "through the plugin), e.g. 'rxlab://posix?buffer_align=4096': the same IO path "
+                    "through the plugin), e.g. 'rxlab://posix': the same IO path "
                     "and buffer placement for both (default: RocksDB's own file system in each)")
     bd.add_argument("--window", action="store_true",
                     help="instead: both tools' readrandom (children, 9 s or --duration) measured by one "

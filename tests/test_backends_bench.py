@@ -288,8 +288,9 @@ def test_adjusted_difference_holds_sleeps_per_op_equal():
 
 def test_placement_reads_the_page_offsets_of_the_read_buffers(tmp_path):
     """The benchmark prints where each configuration's 8 KiB read buffers fall in their pages
-    (strace of a short readrandom): buffer_align=4096 pins them to offset 0, and the summary
-    puts each side's placement beside the posix / default ratio."""
+    (strace of a short readrandom): buffer_align=4096, and auto on this block-aligned DB, pin
+    them to offset 0, and the summary puts each side's placement beside the posix / default
+    ratio."""
     import shutil as sh
 
     if not sh.which("strace"):
@@ -297,16 +298,19 @@ def test_placement_reads_the_page_offsets_of_the_read_buffers(tmp_path):
     db, num = small_bench_db(tmp_path)
     b = bb.Bench(tmp_path, size_gib=num * (bb.KEY_SIZE + bb.VALUE_SIZE) / 2**30)
     assert b.placement(db, "rxlab://posix?buffer_align=4096", 1, reads=500) == "0 (100%)"
+    # auto: the first 16 reads of each file are where malloc put them, then every one on a page
+    auto = b.placement(db, "rxlab://posix", 1, reads=2000)
+    assert auto.startswith("0 (") and int(auto.split("(")[1].split("%")[0]) >= 90, auto
     # RocksDB's own file system: some offset that is a multiple of the device's 512 bytes
     where = b.placement(db, None, 1, reads=500)
     first = int(where.split()[0])
     assert first % 512 == 0 and where.endswith("%)"), where
     rows = [{"section": "readrandom", "config": c, "threads": 1, "rep": rep, "qps": 1000.0,
              "cpuPer": 40.0, "usPer": 1.0, "syPer": 1.0, "p99_us": 100.0}
-            for c in ("default", "posix page-aligned") for rep in range(3)]
-    text = bb.summarize(pd.DataFrame(rows), {("posix page-aligned", 1): "0 (100%)", ("default", 1): where})
-    assert f"read buffers' page offsets: posix page-aligned 0 (100%); default {where}" in text
-    assert "readrandom t=1: posix page-aligned CPU/op 40.0 us vs default 40.0 us: +0.0%" in text
+            for c in ("default", "posix 512-aligned") for rep in range(3)]
+    text = bb.summarize(pd.DataFrame(rows), {("posix 512-aligned", 1): "2048 (100%)", ("default", 1): where})
+    assert f"read buffers' page offsets: posix 512-aligned 2048 (100%); default {where}" in text
+    assert "readrandom t=1: posix 512-aligned CPU/op 40.0 us vs default 40.0 us: +0.0%" in text
 
 
 def test_driver_window_measures_both_tools_with_one_clock(tmp_path):

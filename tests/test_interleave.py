@@ -168,7 +168,7 @@ def test_both_benchmarks_run_in_turns_on_a_small_db(tmp_path):
                         configs=("posix", "io_uring"), sessions=1, rounds=2, slice_s=0.3, cpus_allowed=None,
                         quiet=True, out=out)
     got = df.groupby("section")["contender"].unique().map(set).to_dict()
-    assert got == {"readrandom": {"default", "posix", "posix page-aligned", "io_uring", "default again"},
+    assert got == {"readrandom": {"default", "posix", "posix 512-aligned", "io_uring", "default again"},
                    "multireadrandom": {"default (io_uring on)", "posix", "io_uring",
                                        "default (io_uring on) again"}}, got
     assert (df["reads"] > 50).all() and df["cpu_per_read_us"].between(1, 5000).all(), df
@@ -178,15 +178,15 @@ def test_both_benchmarks_run_in_turns_on_a_small_db(tmp_path):
     assert mr["io_uring"] > 1.2 * mr["posix"], mr
     text = bb.summarize_interleaved(df)
     assert "target posix within 3% of default on CPU per op" in text
-    assert "target posix page-aligned within 3%" in text
+    assert "target posix 512-aligned within 3%" in text
     assert "target io_uring at least 1.5x posix QPS" in text
     assert "target io_uring at least default (io_uring on) QPS" in text
     df = driver_bench.interleaved(tmp_path, threads=(1,), sessions=1, rounds=2, slice_s=0.3,
-                                  fs_uri="rxlab://posix?buffer_align=4096", cpus_allowed=None, quiet=True)
+                                  fs_uri="rxlab://posix", cpus_allowed=None, quiet=True)
     assert sorted(set(df["contender"])) == ["db_bench", driver_bench.INTERLEAVE_CONTROL, "rxlab"]
     assert (df["reads"] > 50).all(), df
     if shutil.which("strace"):
-        # strace attached during the warm-up: buffer_align=4096 puts every buffer on a page. An
+        # strace attached during the warm-up: buffer_align=auto puts every buffer on a page. An
         # empty entry is a trace that caught no read in its windows (seen once for the rxlab
         # process, with its many threads, in a whole-suite run): unknown, not another offset.
         known = set(df["buffer_offsets"].fillna("")) - {""}

@@ -135,19 +135,13 @@ def test_rxlab_fio_engines_make_fios_system_calls(tmp_path, ioengine, calls):
         assert 0.95 * ours["ops"] <= traced["lseek"] <= ours["ops"], traced
 
 
-def test_buffer_align_places_every_direct_read_buffer(tmp_path):
-    """buffer_align is what the file asks of RocksDB: every O_DIRECT read lands in a buffer (and
-    at an offset) aligned to it. With the device's 512 bytes, where an 8 KiB buffer falls in its
-    pages is up to malloc, and so differs from process to process."""
+def traced_direct_reads(db_bench_args: list[str], tmp_path) -> tuple[list[tuple[int, int, int]], object]:
+    """(buffer address, length, offset) of every pread on an O_DIRECT file in a db_bench run on
+    the plugin, in order, and the finished process."""
     spath = tmp_path / "strace.txt"
     wrapper = ["strace", "-f", "-o", str(spath), "-e", "trace=pread64,openat", "-e", "raw=pread64",
                "-E", f"LD_PRELOAD={plugin_path()}"]
-    proc = run_db_bench([
-        "--fs_uri=rxlab://posix?buffer_align=8192", f"--db={tmp_path / 'db'}",
-        "--benchmarks=fillseq,flush,readrandom", "--num=5000", "--reads=5000", "--use_direct_reads=true",
-        "--use_direct_io_for_flush_and_compaction=true", "--cache_size=65536", "--block_align=true",
-        "--compression_type=none", "--block_size=8192", "--seed=1",
-    ], wrapper=wrapper, timeout=170)
+    proc = run_db_bench(db_bench_args, wrapper=wrapper, timeout=170)
     assert proc.returncode == 0, describe(proc)
     direct_fds: set[int] = set()  # files opened with O_DIRECT, in the trace's order
     data = []
@@ -159,6 +153,47 @@ def test_buffer_align_places_every_direct_read_buffer(tmp_path):
             fd, addr, n, off = (int(x, 16) for x in m.groups())
             if fd in direct_fds:
                 data.append((addr, n, off))
+    return data, proc
+
+
+def small_db_flags(db, block_align: bool) -> list[str]:
+    return [f"--db={db}", "--benchmarks=fillseq,flush,readrandom", "--num=5000", "--reads=5000",
+            "--use_direct_reads=true", "--use_direct_io_for_flush_and_compaction=true",
+            "--cache_size=65536", f"--block_align={str(block_align).lower()}", "--compression_type=none",
+            "--block_size=8192", "--seed=1"]
+
+
+def test_buffer_align_places_every_direct_read_buffer(tmp_path):
+    """buffer_align is what the file asks of RocksDB: every O_DIRECT read lands in a buffer (and
+    at an offset) aligned to it. With the device's 512 bytes, where an 8 KiB buffer falls in its
+    pages is up to malloc, and so differs from process to process."""
+    data, proc = traced_direct_reads(["--fs_uri=rxlab://posix?buffer_align=8192",
+                                      *small_db_flags(tmp_path / "db", True)], tmp_path)
     assert len(data) > 1000, f"{len(data)} direct reads traced\n{describe(proc)}"
     bad = [(hex(a), n, off) for a, n, off in data if a % 8192 or off % 8192 or n % 8192]
     assert not bad, f"{len(bad)} of {len(data)} direct reads not aligned to 8192, e.g. {bad[:3]}"
+
+
+@pytest.mark.parametrize("block_align", [True, False])
+def test_buffer_align_auto_asks_a_page_only_where_it_reads_nothing_more(tmp_path, block_align):
+    """The default, buffer_align=auto: a file of block-aligned data blocks asks a page once its
+    reads show it, so the 8 KiB buffers sit on 2 pages, not 3, wherever malloc would have put
+    them; a file of unaligned blocks keeps the device's 512 bytes, so its reads are not rounded
+    out to pages (up to 12 KiB for an 8 KiB block)."""
+    counters = tmp_path / "counters.json"
+    data, proc = traced_direct_reads([f"--fs_uri=rxlab://posix?counters_path={counters}",
+                                      *small_db_flags(tmp_path / "db", block_align)], tmp_path)
+    blocks = [(a, n, off) for a, n, off in data if n >= 8192]
+    assert len(blocks) > 1000, f"{len(blocks)} direct block reads traced\n{describe(proc)}"
+    switched = read_counters(counters)["counters"]["page_aligned_files"]
+    on_a_page = sum(a % 4096 == 0 for a, _, _ in blocks) / len(blocks)
+    if block_align:
+        assert switched >= 1, switched
+        # after each file's first 16 reads, every buffer starts a page
+        assert on_a_page > 0.95, f"{on_a_page:.1%} of {len(blocks)} block reads into a page-aligned buffer"
+        assert all(n == 8192 for _, n, _ in blocks), sorted({n for _, n, _ in blocks})
+    else:
+        assert switched == 0, switched
+        # an 8 KiB block plus its trailer, rounded out to 512-byte sectors: never 3 pages' worth
+        assert max(n for _, n, _ in blocks) <= 9216, sorted({n for _, n, _ in blocks})[-5:]
+        assert any(off % 4096 for _, _, off in blocks)

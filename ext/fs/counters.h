@@ -50,7 +50,7 @@ extern const char* const kSysNames[kNumSys];
   X(reads) X(read_bytes) X(writes) X(write_bytes) X(multireads)              \
   X(multiread_reqs) X(read_async) X(polls) X(aborts) X(async_completed)      \
   X(retries) X(short_reads) X(faults_injected) X(delayed) X(fixed_buf_reads) \
-  X(max_inflight)
+  X(max_inflight) X(page_aligned_files)
 
 enum Event : int {
 #define RXLAB_ENUM(n) kEv_##n,

@@ -47,9 +47,10 @@ const std::vector<OptionDef>& CommonOptions() {
       {"fault_seed", "1", "seed of the fault injection's random numbers"},
       {"enospc_after", "-1", "fail writes with ENOSPC once this many bytes were written (-1 = never)"},
       {"buffered_writes", "pwrite", "buffered (non-O_DIRECT) writes: pwrite, or engine (through this engine)"},
-      {"buffer_align", "0",
+      {"buffer_align", "auto",
        "O_DIRECT alignment asked of RocksDB (buffers, offsets, sizes); 0 = the device's logical block size, "
-       "as RocksDB's own file system; 4096 keeps an 8 KiB read buffer on 2 pages, not 3"},
+       "as RocksDB's own file system; 4096 keeps an 8 KiB read buffer on 2 pages, not 3; auto = the "
+       "logical block size, and a page for a file once 16 reads in a row were at page offsets"},
   };
   return opts;
 }
@@ -108,10 +109,17 @@ std::string AllowedEngines() {
   return s;
 }
 
+bool IsNonNegInt(const std::string& v) {
+  return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos && v.size() < 10;
+}
+
 enum class Kind { kInt, kNonNegInt, kBool, kProb, kString };
 
 Kind KindOf(const std::string& name) {
-  if (name == "counters_path" || name == "fault_files" || name == "buffered_writes") return Kind::kString;
+  // buffer_align (auto, 0 or a power of two) is checked after parsing.
+  if (name == "counters_path" || name == "fault_files" || name == "buffered_writes" ||
+      name == "buffer_align")
+    return Kind::kString;
   if (name.rfind("fault_", 0) == 0 && name != "fault_seed") return Kind::kProb;
   if (name == "enospc_after") return Kind::kInt;
   if (name == "counters" || name == "powerloss" || name == "sqpoll" || name == "iopoll" ||
@@ -200,9 +208,11 @@ bool ParseUri(const std::string& uri, Config* cfg, std::string* err) {
     return false;
   }
   const int64_t align = cfg->Int("buffer_align");
-  if (align != 0 && (align < 512 || align > (1 << 20) || (align & (align - 1)) != 0)) {
+  if (cfg->Str("buffer_align") != "auto" &&
+      (!IsNonNegInt(cfg->Str("buffer_align")) ||
+       (align != 0 && (align < 512 || align > (1 << 20) || (align & (align - 1)) != 0)))) {
     *err = "option buffer_align=" + cfg->Str("buffer_align") +
-           " must be 0 (the device's logical block size) or a power of two from 512 to 1048576";
+           " must be auto, 0 (the device's logical block size) or a power of two from 512 to 1048576";
     return false;
   }
   if (cfg->Int("jitter_us") > cfg->Int("delay_us")) {

@@ -38,6 +38,8 @@ struct CounterSnapshot {
 
 // The options the data path consults on every request, parsed once (a
 // string lookup per read showed up in profiles).
+constexpr int64_t kBufferAlignAuto = -1;
+
 struct HotParams {
   int64_t delay_us = 0, jitter_us = 0, delay_spin_us = 30;
   bool iopoll = false;
@@ -45,7 +47,9 @@ struct HotParams {
   double p_eio = 0, p_eintr = 0, p_eagain = 0, p_short = 0;
   bool any_read_fault = false;
   int64_t enospc_after = -1;
-  int64_t buffer_align = 0;  // 0: the device's logical block size
+  // 0: the device's logical block size; kBufferAlignAuto: that, until a
+  // file's reads show it is page-aligned (see RxRandomAccessFile).
+  int64_t buffer_align = -1;
 };
 
 class RxFileSystem : public rocksdb::FileSystemWrapper {
@@ -94,8 +98,10 @@ class RxFileSystem : public rocksdb::FileSystemWrapper {
   void FreeSlot(int slot, uint64_t file_id);
   bool CheckEnospc(size_t n, rocksdb::IOStatus* s);
   bool FaultsApply(const std::string& fname) const;
-  // The O_DIRECT alignment a file on fd asks of RocksDB (buffer_align or the device's).
+  // The O_DIRECT alignment a file on fd asks of RocksDB at open (buffer_align
+  // or the device's logical block size), and whether it may later ask a page.
   size_t DirectAlignment(int fd) const;
+  bool AutoPageAlign() const { return hot_.buffer_align == kBufferAlignAuto; }
 
  private:
   template <typename File, typename Base>
