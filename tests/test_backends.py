@@ -714,6 +714,8 @@ BAD_INPUT = [
     ("io_uring?spin_us=100&defer_taskrun=1", "", ValueError, ["spin_us", "defer_taskrun=1"]),
     ("posix?delay_us", "", ValueError, ["delay_us"]),
     ("posix?enospc_after=lots", "", ValueError, ["enospc_after", "lots"]),
+    ("posix?buffer_align=page", "", ValueError, ["buffer_align=page", "auto, 0"]),
+    ("libaio?buffer_align=768", "", ValueError, ["buffer_align=768", "power of two"]),
     ("default?foo=1", "", ValueError, ["foo=1"]),
     ("default?io_uring=2", "", ValueError, ["io_uring=2"]),
     ("posix", "no_such_option=1", ValueError, ["no_such_option"]),
@@ -771,6 +773,10 @@ def test_parse_uri_good():
     assert d["engine"] == "io_uring"
     assert d["options"]["sqpoll"] == "1" and d["options"]["delay_us"] == "100"
     assert d["uri"].startswith("rxlab://io_uring?")
+    # buffer_align: auto by default (left out of the canonical URI), 0 or a power of two
+    assert rxlab.parse_uri("posix")["options"]["buffer_align"] == "auto"
+    assert rxlab.parse_uri("posix?buffer_align=auto")["uri"] == "rxlab://posix"
+    assert rxlab.parse_uri("posix?buffer_align=0")["uri"] == "rxlab://posix?buffer_align=0"
     # ENGINES are those RocksDB runs on; sync (lseek + read) serves rxlab fio only
     assert {e["name"] for e in rxlab.engines()} == {*ENGINES, "sync"}
 
