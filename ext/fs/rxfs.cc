@@ -597,7 +597,8 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
   // buffer_align=auto. RocksDB allocates an O_DIRECT read's buffer with the
   // alignment the file asks (the logical block size, 512 here), so whether an
   // 8 KiB buffer spans 2 pages or 3 is up to malloc, process by process, and
-  // the third page costs the kernel CPU on every read. Asking a page would
+  // the third page costs every read (here 5-10% fewer reads per second, in
+  // bench-backends' posix against posix?buffer_align=0). Asking a page would
   // also round every read's offset and end to a page, reading more for blocks
   // that are not page-aligned. So a file asks a page only once its reads show
   // that this costs nothing: kPageStreak reads in a row at page offsets, as

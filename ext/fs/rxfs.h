@@ -36,10 +36,11 @@ struct CounterSnapshot {
   std::string ToJson(const std::string& uri) const;
 };
 
-// The options the data path consults on every request, parsed once (a
-// string lookup per read showed up in profiles).
+// buffer_align=auto, as HotParams holds it.
 constexpr int64_t kBufferAlignAuto = -1;
 
+// The options the data path consults on every request, parsed once (a
+// string lookup per read showed up in profiles).
 struct HotParams {
   int64_t delay_us = 0, jitter_us = 0, delay_spin_us = 30;
   bool iopoll = false;
