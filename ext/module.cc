@@ -6,6 +6,10 @@
 #include <rocksdb/version.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cmath>
+#include <ctime>
+
 #include "bench/db.h"
 #include "bench/rawio.h"
 #include "bench/workloads.h"
@@ -304,6 +308,26 @@ PYBIND11_MODULE(_core, m) {
              py::gil_scoped_release nogil;
              s.d->Close();
            });
+
+  m.def("tick_clock", [](double sleep_ms) {
+    // The counters' clock against CLOCK_MONOTONIC over one sleep: the same
+    // interval measured by both, as a SyscallTimer measures a system call.
+    rxlab::ThreadCounters c;
+    uint64_t n0 = rxlab::MonoNs(), t0 = c.Ticks();
+    {
+      py::gil_scoped_release nogil;
+      timespec ts{static_cast<time_t>(sleep_ms / 1000), static_cast<long>(std::fmod(sleep_ms, 1000.0) * 1e6)};
+      while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+      }
+    }
+    uint64_t ticks_ns = c.NsSince(t0), mono_ns = rxlab::MonoNs() - n0;
+    py::dict d;
+    d["source"] = c.tsc ? "tsc" : "clock_gettime";
+    d["ns_per_tick"] = c.tsc ? static_cast<double>(c.ns_per_tick_q32) / 4294967296.0 : 1.0;
+    d["counters_ns"] = ticks_ns;
+    d["monotonic_ns"] = mono_ns;
+    return d;
+  }, py::arg("sleep_ms") = 20.0);
 
   m.def("counter_cost_ns", [](int iterations) {
     // What the counters add to one device read: the syscall timer (two clock

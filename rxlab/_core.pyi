@@ -14,6 +14,10 @@ def engines() -> list[dict[str, Any]]:
 def parse_uri(uri: str) -> dict[str, Any]:
     """Validate an rxlab URI; ValueError with a one-line reason if bad."""
 
+def tick_clock(sleep_ms: float = 20.0) -> dict[str, Any]:
+    """The counters' clock (source "tsc" or "clock_gettime", ns_per_tick) and one sleep of sleep_ms
+    measured by it (counters_ns) and by CLOCK_MONOTONIC (monotonic_ns)."""
+
 def counter_cost_ns(iterations: int = 2000000) -> float:
     """Nanoseconds the counters add per device read."""
 

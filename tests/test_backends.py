@@ -212,6 +212,18 @@ def check_round_trip_counters(backend, c_write, c_read, expected, put_bytes) -> 
         assert 0.8 * pread_ns <= lower <= pread_ns, (lower, pread_ns)
 
 
+def test_counters_clock_agrees_with_the_monotonic_clock():
+    """The counters time system calls with the TSC where the kernel's clocksource is the TSC,
+    scaled by a calibration at load: the same sleep measured by it and by CLOCK_MONOTONIC agrees
+    within 0.5% (a wrong scale, or ticks taken for ns, would be off by far more)."""
+    source = Path("/sys/devices/system/clocksource/clocksource0/current_clocksource").read_text().strip()
+    for sleep_ms in (5.0, 50.0):
+        c = rxlab._core.tick_clock(sleep_ms)
+        assert c["source"] == ("tsc" if source == "tsc" else "clock_gettime"), (c, source)
+        assert c["monotonic_ns"] >= sleep_ms * 1e6
+        assert abs(c["counters_ns"] - c["monotonic_ns"]) <= 0.005 * c["monotonic_ns"] + 2000, c
+
+
 @pytest.mark.parametrize("direct", [False, True], ids=["buffered", "direct"])
 @pytest.mark.parametrize("backend", BACKENDS, ids=backend_id)
 def test_round_trip(backend, direct, tmp_path, open_db):

@@ -46,11 +46,13 @@ enum Sys : int {
 extern const char* const kSysNames[kNumSys];
 
 // Event counters that are not syscalls (adapter level).
+// The first three are what every read updates (one cache line with the
+// block's header, see ThreadCounters).
 #define RXLAB_EVENTS(X)                                                      \
-  X(reads) X(read_bytes) X(writes) X(write_bytes) X(multireads)              \
-  X(multiread_reqs) X(read_async) X(polls) X(aborts) X(async_completed)      \
-  X(retries) X(short_reads) X(faults_injected) X(delayed) X(fixed_buf_reads) \
-  X(max_inflight) X(page_aligned_files)
+  X(reads) X(read_bytes) X(max_inflight) X(writes) X(write_bytes)            \
+  X(multireads) X(multiread_reqs) X(read_async) X(polls) X(aborts)           \
+  X(async_completed) X(retries) X(short_reads) X(faults_injected) X(delayed) \
+  X(fixed_buf_reads) X(page_aligned_files)
 
 enum Event : int {
 #define RXLAB_ENUM(n) kEv_##n,
@@ -65,6 +67,21 @@ inline uint64_t MonoNs() {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
+
+// The clock of the counters' durations (system calls, read latency). Where
+// the kernel's clocksource is the TSC (it has then checked that the TSC is
+// invariant and synchronised across CPUs), a duration is two rdtsc: ~12 ns and
+// no memory access. clock_gettime reads the vDSO's data page, and right after
+// a blocking read that page and the call's code are cold: perf put 0.35 us
+// per db_bench read in the two clock reads of each pread (2026-11-26), 1% of
+// the CPU per query. Elsewhere it falls back to CLOCK_MONOTONIC. Deadlines
+// (delay_us) always use MonoNs.
+struct TickClock {
+  bool tsc = false;
+  uint64_t ns_per_tick_q32 = 1ull << 32;  // ns = ticks * this >> 32
+};
+extern const TickClock g_tick_clock;  // engines.cc: calibrated once at load;
+                                      // ThreadCounters keeps a copy
 
 // CPU seconds of the calling thread, user or system (getrusage RUSAGE_THREAD).
 inline double ThreadCpuSeconds(bool user) {
@@ -130,13 +147,31 @@ inline int PinThreadSplit(int index) {
   return -1;
 }
 
+// What a read touches comes first: after a blocking read every line and
+// page of this block is likely cold, so a read's updates share as few as
+// possible (the histogram's totals lead it; its buckets follow).
 struct ThreadCounters {
   bool enabled = true;
+  bool tsc = g_tick_clock.tsc;  // the clock's, copied: no global to load per read
+  uint64_t ns_per_tick_q32 = g_tick_clock.ns_per_tick_q32;
+  uint64_t last_syscall_ns = 0;  // duration of this thread's last timed system call
+  std::atomic<uint64_t> events[kNumEvents] = {};
   std::atomic<uint64_t> sys_count[kNumSys] = {};
   std::atomic<uint64_t> sys_ns[kNumSys] = {};
-  std::atomic<uint64_t> events[kNumEvents] = {};
   LatencyHistogram read_latency;  // device read, submit to completion, ns
-  uint64_t last_syscall_ns = 0;   // duration of this thread's last timed system call
+
+  uint64_t Ticks() const {
+#if defined(__x86_64__)
+    if (__builtin_expect(tsc, 1)) return __builtin_ia32_rdtsc();
+#endif
+    return MonoNs();
+  }
+  uint64_t NsSince(uint64_t t0) const {
+    uint64_t t = Ticks();
+    if (t <= t0) return 0;
+    if (!tsc) return t - t0;
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(t - t0) * ns_per_tick_q32) >> 32);
+  }
 
   void Add(Event e, uint64_t d = 1) {
     if (!enabled) return;
@@ -160,10 +195,10 @@ struct ThreadCounters {
 class SyscallTimer {
  public:
   SyscallTimer(ThreadCounters* c, Sys s) : c_(c && c->enabled ? c : nullptr), s_(s) {
-    if (c_) t0_ = MonoNs();
+    if (c_) t0_ = c_->Ticks();
   }
   ~SyscallTimer() {
-    if (c_) c_->Syscall(s_, MonoNs() - t0_);
+    if (c_) c_->Syscall(s_, c_->NsSince(t0_));
   }
 
  private:

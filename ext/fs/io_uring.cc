@@ -137,11 +137,11 @@ class IoUringEngine final : public Engine {
                                                                IORING_SQ_NEED_WAKEUP)));
     int rc;
     for (;;) {
-      uint64_t t0 = enters && c_ && c_->enabled ? MonoNs() : 0;
+      uint64_t t0 = enters && c_ && c_->enabled ? c_->Ticks() : 0;
       // With spin_us the wait is Reap's: it spins before it sleeps.
       rc = wait_nr > 0 && spin_ns_ == 0 ? io_uring_submit_and_wait(&ring_, static_cast<unsigned>(wait_nr))
                                         : io_uring_submit(&ring_);
-      if (t0) c_->Syscall(kSys_io_uring_enter, MonoNs() - t0);
+      if (t0) c_->Syscall(kSys_io_uring_enter, c_->NsSince(t0));
       if (rc == -EINTR) continue;
       break;
     }

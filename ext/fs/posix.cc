@@ -13,7 +13,7 @@ class PosixEngine final : public SynchronousEngine {
  public:
   explicit PosixEngine(ThreadCounters* c) : c_(c) {}
 
-  QueueResult Queue(IoReq* r) override {
+  RXLAB_HOT QueueResult Queue(IoReq* r) override {
     ssize_t n;
     if (r->op == Op::kRead) {
       SyscallTimer t(c_, kSys_pread64);

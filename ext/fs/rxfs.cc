@@ -127,7 +127,7 @@ struct ThreadState {
   std::vector<AsyncHandle*> async_inflight;
   std::vector<AsyncHandle*> async_held;
 
-  Engine* SyncEngine(bool direct) {
+  RXLAB_HOT Engine* SyncEngine(bool direct) {
     if (hot->iopoll && !direct) {
       // Polled rings take O_DIRECT only: buffered files (WAL, MANIFEST) read
       // and write with pread/pwrite.
@@ -168,7 +168,7 @@ struct ThreadState {
 
   // Apply injected faults to a completed read attempt, as the kernel could
   // have returned them.
-  void InjectReadFault(Job* j) {
+  RXLAB_HOT void InjectReadFault(Job* j) {
     if (!hot->any_read_fault || !j->faults || j->io.op != Op::kRead || j->io.res <= 0) return;
     double p;
     if ((p = hot->p_eio) > 0 && Rand() < p) {
@@ -190,7 +190,7 @@ struct ThreadState {
 
   // Account for one completed attempt. Returns true when the job is finished
   // (data complete, EOF or a final error); false when it must be queued again.
-  bool OnAttempt(Job* j) {
+  RXLAB_HOT bool OnAttempt(Job* j) {
     InjectReadFault(j);
     int64_t res = j->io.res;
     if (res == -EINTR || res == -EAGAIN) {
@@ -216,7 +216,7 @@ struct ThreadState {
   }
 
   // latency_ns: the read's latency when the caller measured it (0: now - start).
-  void Finish(Job* j, uint64_t latency_ns = 0) {
+  RXLAB_HOT void Finish(Job* j, uint64_t latency_ns = 0) {
     j->finished = true;
     if (j->io.op == Op::kRead) {
       counters->Add(kEv_reads);
@@ -230,7 +230,7 @@ struct ThreadState {
 
   // One request (Read, a write): the common case, without the batch
   // machinery's allocations.
-  int RunOne(Engine* e, Job* j) {
+  RXLAB_HOT int RunOne(Engine* e, Job* j) {
     // A synchronous engine's read is one timed system call (pread): its timer
     // is the read's latency, and two more clock reads per read would only
     // repeat it. A delay needs the start for its deadline.
@@ -391,8 +391,6 @@ namespace {
 // (closing the thread's rings), its counters stay for aggregation.
 struct TlsStates {
   std::unordered_map<uint64_t, std::weak_ptr<ThreadState>> map;
-  uint64_t last_id = 0;
-  ThreadState* last = nullptr;
   ~TlsStates() {
     for (auto& [id, w] : map) {
       auto s = w.lock();
@@ -405,6 +403,11 @@ struct TlsStates {
   }
 };
 thread_local TlsStates t_states;
+// The file system this thread used last and its state there: what every read
+// asks first. Plain values, so the common case is a TLS load without
+// TlsStates's first-use guard (it has a destructor).
+thread_local uint64_t t_last_id = 0;
+thread_local ThreadState* t_last = nullptr;
 
 std::atomic<uint64_t> g_next_fs_id{1};
 std::mutex g_live_mu;
@@ -412,8 +415,8 @@ std::vector<std::weak_ptr<RxFileSystem>> g_live;
 
 }  // namespace
 
-ThreadState* RxFileSystem::State() {
-  if (t_states.last_id == id_) return t_states.last;
+RXLAB_HOT ThreadState* RxFileSystem::State() {
+  if (__builtin_expect(t_last_id == id_, 1)) return t_last;
   auto it = t_states.map.find(id_);
   std::shared_ptr<ThreadState> s = it == t_states.map.end() ? nullptr : it->second.lock();
   if (!s) {
@@ -438,8 +441,8 @@ ThreadState* RxFileSystem::State() {
       i = i->second.expired() ? t_states.map.erase(i) : std::next(i);
     t_states.map[id_] = s;
   }
-  t_states.last_id = id_;
-  t_states.last = s.get();
+  t_last_id = id_;
+  t_last = s.get();
   return s.get();
 }
 
@@ -465,8 +468,8 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
     close(fd_);
   }
 
-  IOStatus Read(uint64_t offset, size_t n, const IOOptions&, Slice* result, char* scratch,
-                IODebugContext*) const override {
+  RXLAB_HOT IOStatus Read(uint64_t offset, size_t n, const IOOptions&, Slice* result, char* scratch,
+                          IODebugContext*) const override {
     ThreadState* ts = fs_->State();
     Engine* e = ts->SyncEngine(direct_);
     if (!e) return IOStatus::IOError("rxlab " + fs_->config().engine + ": " + ts->error);
@@ -576,8 +579,8 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
     return r == 0 ? IOStatus::OK() : ErrnoStatus("fadvise", name_, r);
   }
 
-  bool use_direct_io() const override { return direct_; }
-  size_t GetRequiredBufferAlignment() const override {
+  RXLAB_HOT bool use_direct_io() const override { return direct_; }
+  RXLAB_HOT size_t GetRequiredBufferAlignment() const override {
     return align_.load(std::memory_order_relaxed);
   }
 
@@ -586,7 +589,7 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
   static void PumpAsync(ThreadState* ts, Engine* e, bool block);
 
  private:
-  void Prep(Job* j, uint64_t off, size_t n, char* buf) const {
+  RXLAB_HOT void Prep(Job* j, uint64_t off, size_t n, char* buf) const {
     j->Init(Op::kRead, fd_, slot_, file_id_, off, n, buf);
     j->direct = direct_;
     j->align = logical_;  // what the kernel requires of a resubmitted remainder
@@ -1165,7 +1168,7 @@ rocksdb::IOStatus RxFileSystem::AbortIO(std::vector<void*>& io_handles) {
 #if ROCKSDB_MAJOR >= 8
 // Async reads only: RocksDB then sends ReadOptions::async_io scans to our
 // ReadAsync. (No kFSBuffer: our reads land in RocksDB's buffers.)
-void RxFileSystem::SupportedOps(int64_t& supported_ops) {
+RXLAB_HOT void RxFileSystem::SupportedOps(int64_t& supported_ops) {
   supported_ops = 1 << rocksdb::FSSupportedOps::kAsyncIO;
 }
 #endif
