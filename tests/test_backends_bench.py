@@ -329,3 +329,13 @@ def test_driver_window_measures_both_tools_with_one_clock(tmp_path):
     assert (df["window_s"] >= 1.5).all()
     text = driver_bench.summarize_window(df)
     assert "readrandom t=1: CPU per sleep rxlab" in text and "n=1" in text
+
+
+@pytest.mark.parametrize("median, lo, hi, verdict", [
+    (1.023, 0.972, 1.098, "+2.3% MET (interval [0.972..1.098] reaches above +3%)"),
+    (1.041, 0.999, 1.072, "+4.1% MISSED (interval [0.999..1.072] reaches above +3%)"),
+    (0.958, 0.909, 0.989, "-4.2% MET (cheaper than default) (interval [0.909..0.989] below +3%)"),
+    (1.010, 0.990, 1.025, "+1.0% MET (interval [0.990..1.025] below +3%)"),
+])
+def test_cpu_target_verdict_bounds_what_the_backend_adds(median, lo, hi, verdict):
+    assert bb.cpu_target_verdict(median, lo, hi) == verdict
