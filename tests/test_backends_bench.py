@@ -44,7 +44,8 @@ BAD_BENCH_INPUT = [
     ("bench-backends", ["--interleave", "--sessions", "0"], "--sessions 0"),
     ("bench-backends", ["--interleave", "--slice", "0"], "--slice 0"),
     ("bench-backends", ["--interleave", "--configs", "default"], "besides default"),
-    ("bench-backends", ["--interleave", "--only", "counters"], "runs in turns are readrandom, multireadrandom"),
+    ("bench-backends", ["--interleave", "--only", "seekrandom"],
+     "runs in turns are readrandom, multireadrandom, counters"),
     ("bench-backends", ["--interleave", "--cpus_allowed", "0-999"], "are not available"),
     ("bench-driver", ["--only", "readrandom", "--fs_uri", "rxlab://posix?buffer_align=3"], "buffer_align=3"),
 ]
