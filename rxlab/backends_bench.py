@@ -690,7 +690,8 @@ OWN_CLASSES = (
 )
 # What only one side runs: the backends' own code. The vDSO clock reads count for posix because
 # rxlab times each system call (db_bench's readrandom without --statistics reads no clock per op;
-# the default runs show it).
+# the default runs show it). Where the kernel's clocksource is the TSC, the counters read the TSC
+# instead and this class is empty.
 OWN = {"posix": ("rxlab backend", "clock reads (vDSO)"), "default": ("RocksDB posix file",)}
 
 
