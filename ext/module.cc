@@ -312,6 +312,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("tick_clock", [](double sleep_ms) {
     // The counters' clock against CLOCK_MONOTONIC over one sleep: the same
     // interval measured by both, as a SyscallTimer measures a system call.
+    if (!(sleep_ms > 0 && sleep_ms <= 10000))
+      throw py::value_error("tick_clock sleep_ms=" + py::str(py::float_(sleep_ms)).cast<std::string>() +
+                            ": must be above 0 and at most 10000");
     rxlab::ThreadCounters c;
     uint64_t n0 = rxlab::MonoNs(), t0 = c.Ticks();
     {

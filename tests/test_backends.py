@@ -222,6 +222,9 @@ def test_counters_clock_agrees_with_the_monotonic_clock():
         assert c["source"] == ("tsc" if source == "tsc" else "clock_gettime"), (c, source)
         assert c["monotonic_ns"] >= sleep_ms * 1e6
         assert abs(c["counters_ns"] - c["monotonic_ns"]) <= 0.005 * c["monotonic_ns"] + 2000, c
+    for bad in (0.0, -1.0, float("nan"), 1e9):
+        with pytest.raises(ValueError, match=r"^tick_clock sleep_ms=.*: must be above 0 and at most 10000$"):
+            rxlab._core.tick_clock(bad)
 
 
 @pytest.mark.parametrize("direct", [False, True], ids=["buffered", "direct"])
