@@ -18,7 +18,7 @@ deps:
 	@bash .ci/deps.sh
 
 rocksdb: deps
-	@$(PYTHON) rxlab/builds.py build >/dev/null
+	@$(PYTHON) rxlab/core/builds.py build >/dev/null
 
 $(VENV)/.deps: pyproject.toml | deps
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -11,12 +11,15 @@ import os as _os
 for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     _os.environ.setdefault(_v, "1")
 
-# RXLAB_BUILD=<key>: that RocksDB build's compiled module instead of the installed one (rxlab.builds).
-from .builds import select_core as _select_core  # noqa: E402
+# RXLAB_BUILD=<key>: that RocksDB build's compiled module instead of the installed one (rxlab.core.builds).
+from rxlab.core.builds import select_core as _select_core  # noqa: E402
 
 _select_core()
 
-from ._core import DB, Iterator, RocksDBError, engines, parse_uri, rocksdb_version  # noqa: E402
+from rxlab._core import DB, Iterator, RocksDBError, engines, parse_uri, rocksdb_version  # noqa: E402
+from rxlab._moved import install as _install_moved  # noqa: E402
+
+_install_moved()  # rxlab 0.1's module paths (rxlab.studies.io_efficiency, rxlab.bench.references, ...), with a DeprecationWarning
 
 __version__ = "0.1.0"
 

@@ -1,13 +1,13 @@
 """A benchmark DB the size of a test, for the benchmarks' own tests."""
 from __future__ import annotations
 
-from rxlab import backends_bench as bb
+from rxlab.bench.selfcheck import backends as bb
 
 
 def small_bench_db(root, num: int = 20000):
     """A benchmark DB the size of a test under root/db-aligned, loaded by rxlab and marked as the
     benchmarks mark theirs: (path, num)."""
-    from rxlab import driver
+    from rxlab.bench import driver
 
     db = root / "db-aligned"
     spec = driver.RunSpec(db=str(db), num=num, key_size=bb.KEY_SIZE, value_size=bb.VALUE_SIZE,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 # strace -c's summary is parsed in one place, shared with the tracing study.
-from rxlab.tracing import parse_strace_summary  # noqa: F401 (re-exported for the tests)
+from rxlab.studies.tracing_overhead.study import parse_strace_summary  # noqa: F401 (re-exported for the tests)
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN_NAME = "librxlab_plugin.so"
@@ -45,7 +45,7 @@ def plugin_path() -> Path:
 
 def db_bench_path() -> Path:
     """The release db_bench of the active RocksDB build (the plugin's build)."""
-    from rxlab.builds import active_build
+    from rxlab.core.builds import active_build
 
     p = Path(active_build()) / "bin" / "db_bench"
     if not p.is_file():

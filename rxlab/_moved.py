@@ -1,0 +1,110 @@
+"""The module paths of rxlab 0.1, kept working for one release.
+
+rxlab 0.2 sorted the flat package into layers (core, bench, studies, runs,
+cli). A script that imports an old path (`from rxlab import ioeff`,
+`import rxlab.refs`) still works: it gets the module at the new path, or for
+a module that was split in two, a module that looks names up in each new
+one, with a DeprecationWarning that names where to import from now.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+import warnings
+
+# old module -> the new module(s) that hold its names, the first one first
+MOVED: dict[str, tuple[str, ...]] = {
+    "store": ("rxlab.core.store",),
+    "metrics": ("rxlab.core.metrics",),
+    "sysinfo": ("rxlab.core.sysinfo",),
+    "builds": ("rxlab.core.builds",),
+    "figures": ("rxlab.core.figures",),
+    "params": ("rxlab.core.params",),
+    "published": ("rxlab.core.published",),
+    "model": ("rxlab.core.model",),
+    "study": ("rxlab.core.stats", "rxlab.core.study"),
+    "driver": ("rxlab.bench.driver", "rxlab.core.sysinfo"),
+    "flags": ("rxlab.bench.flags",),
+    "rawio": ("rxlab.bench.fio", "rxlab.core.units", "rxlab.core.cpus"),
+    "refs": ("rxlab.bench.references",),
+    "interleave": ("rxlab.bench.turns",),
+    "compare": ("rxlab.bench.quick_compare",),
+    "backends_bench": ("rxlab.bench.selfcheck.backends", "rxlab.bench.references", "rxlab.core.stats"),
+    "driver_bench": ("rxlab.bench.selfcheck.driver", "rxlab.bench.perf"),
+    "report": ("rxlab.runs.report", "rxlab.runs.notebooks"),
+    "sweep": ("rxlab.runs.sweep",),
+    "distributed": ("rxlab.runs.distributed",),
+    "start": ("rxlab.studies.quickstart.study",),
+    "ioeff": ("rxlab.studies.io_efficiency.study", "rxlab.studies.perf_model.analysis"),
+    "ioeff_tuning": ("rxlab.studies.io_efficiency_tuning.study",),
+    "labreport": ("rxlab.studies.backends.study",),
+    "asyncio_study": ("rxlab.studies.async_io.study",),
+    "tracing": ("rxlab.studies.tracing_overhead.study",),
+    "readahead": ("rxlab.studies.compaction_readahead.study", "rxlab.core.cgroup"),
+    "toolchains": ("rxlab.studies.toolchains.study",),
+    "cpu_breakdown": ("rxlab.studies.cpu_breakdown.study", "rxlab.bench.perf"),
+    "placement": ("rxlab.studies.perf_model.placement", "rxlab.bench.irq"),
+    "device_load": ("rxlab.studies.perf_model.device_load",),
+}
+
+
+def _warn(old: str, new: str) -> None:
+    warnings.warn(f"rxlab.{old} moved to {new}; the old path goes away in rxlab 0.3", DeprecationWarning,
+                  stacklevel=3)
+
+
+class _Forwarding(types.ModuleType):
+    """An old module split in several: its names are looked up in each new module, in order."""
+
+    def __init__(self, old: str, targets: tuple[str, ...]):
+        super().__init__(f"rxlab.{old}")
+        self._old, self._targets = old, targets
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        for t in self._targets:
+            mod = importlib.import_module(t)
+            if hasattr(mod, name):
+                return getattr(mod, name)
+        raise AttributeError(f"module rxlab.{self._old} (now {', '.join(self._targets)}) has no {name!r}")
+
+    def __dir__(self):
+        return sorted({n for t in self._targets for n in dir(importlib.import_module(t))})
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, old: str):
+        self.old = old
+        self.spec = None
+
+    def create_module(self, spec):
+        targets = MOVED[self.old]
+        _warn(self.old, " and ".join(targets))
+        if len(targets) == 1:
+            mod = importlib.import_module(targets[0])
+            self.spec = mod.__spec__
+            return mod
+        return _Forwarding(self.old, targets)
+
+    def exec_module(self, module):
+        # The new module has run already; importlib set its __spec__ to the old name's: put it back.
+        if self.spec is not None:
+            module.__spec__ = self.spec
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        pkg, _, old = fullname.rpartition(".")
+        if pkg != "rxlab" or old not in MOVED:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _Loader(old))
+
+
+def install() -> None:
+    """Put the finder on sys.meta_path once (rxlab/__init__.py calls it)."""
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.append(_Finder())

@@ -1,0 +1,207 @@
+"""Every figure goes through `save()`: one style, one colour per backend, its data beside it.
+
+The style is set in one place (`paper_style()`): fonts and sizes for a
+two-column paper (a column is 3.3 in wide), or larger ones for slides.
+Backends keep their colour in every figure, so posix is always the same blue.
+
+`save(fig, name, table=...)` writes figures/<name>.pdf, .svg and .png, the
+tidy table the figure was drawn from (<name>.csv) and a JSON sidecar that
+names what is behind it in portable terms: the study and its id, the run ids
+(relative to the results store, never a machine path), the RocksDB builds,
+the scale, the published sources, rxlab's commit and whether the tree was
+dirty, and the table's SHA-256. Because a figure is drawn from its table
+alone, `layout(width=..., aspect=..., style=...)` around a drawing function
+redraws it at another size or style without rerunning anything.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import matplotlib
+
+# A headless process draws with Agg; a notebook or a desktop keeps the backend it chose.
+if os.environ.get("MPLBACKEND") is None and not os.environ.get("DISPLAY"):
+    matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402 - after the backend is chosen
+import pandas as pd
+
+from rxlab.core import sysinfo
+from rxlab.core.paths import REPO
+
+__all__ = ["BACKEND_COLORS", "COLUMN_WIDTH_IN", "FORMATS", "PAGE_WIDTH_IN", "STYLES", "WIDTHS", "backend_color",
+           "figure", "figures_dir", "layout", "paper_style", "read_sidecar", "save", "table_hash"]
+
+COLUMN_WIDTH_IN = 3.3
+PAGE_WIDTH_IN = 7.0
+WIDTHS = {"column": COLUMN_WIDTH_IN, "page": PAGE_WIDTH_IN}
+STYLES = ("paper", "slides")
+FORMATS = ("pdf", "svg", "png")
+
+# One colour per backend, the same in every figure (colour-blind safe palette).
+BACKEND_COLORS = {
+    "default": "#4d4d4d",
+    "default?io_uring=1": "#999999",
+    "posix": "#0072b2",
+    "libaio": "#e69f00",
+    "io_uring": "#009e73",
+    "io_uring+reg+fixed": "#56b4e9",
+    "io_uring?registered_files=1&fixed_buffers=1": "#56b4e9",
+    "io_uring?sqpoll=1": "#cc79a7",
+    "fio": "#d55e00",
+    "published": "#000000",
+}
+# Other series (tests, settings) cycle through these after the backends.
+CYCLE = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442", "#4d4d4d"]
+
+# What `layout()` sets for the figures drawn inside it (a redraw at another size or style).
+_LAYOUT: dict = {"width": None, "aspect": None, "style": "paper"}
+
+
+def backend_color(name: str) -> str:
+    """The colour of a backend; URIs reduce to their engine if not listed."""
+    if name in BACKEND_COLORS:
+        return BACKEND_COLORS[name]
+    base = str(name).removeprefix("rxlab://").split("?")[0]
+    return BACKEND_COLORS.get(base, CYCLE[sum(map(ord, base)) % len(CYCLE)])
+
+
+def paper_style(style: str | None = None) -> None:
+    """Apply the one style (idempotent): `paper` (the default) or `slides` (larger text and lines)."""
+    import seaborn as sns  # noqa: PLC0415 - seaborn takes a second to import; only drawing needs it
+
+    style = style or _LAYOUT["style"]
+    scale = 1.0 if style == "paper" else 1.5
+    sns.set_theme(context="paper", style="whitegrid", palette=CYCLE, font_scale=0.9 * scale)
+    plt.rcParams.update({
+        "figure.figsize": (COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.68),
+        "figure.dpi": 150,
+        "savefig.dpi": 300,
+        "savefig.bbox": "tight",
+        "savefig.pad_inches": 0.02,
+        "font.size": 8 * scale,
+        "axes.titlesize": 8 * scale,
+        "axes.labelsize": 8 * scale,
+        "legend.fontsize": 7 * scale,
+        "legend.frameon": False,
+        "xtick.labelsize": 7 * scale,
+        "ytick.labelsize": 7 * scale,
+        "lines.linewidth": 1.2 * scale,
+        "lines.markersize": 4 * scale,
+        "pdf.fonttype": 42,  # TrueType in PDFs: editable text, accepted by publishers
+        "ps.fonttype": 42,
+        "svg.fonttype": "none",
+    })
+
+
+@contextlib.contextmanager
+def layout(width: str | None = None, aspect: float | None = None, style: str | None = None):
+    """Draw the figures inside at this width ("column" or "page"), height/width ratio and style,
+    whatever their drawing function asks for."""
+    if width is not None and width not in WIDTHS:
+        raise ValueError(f"width={width!r}: allowed are {', '.join(WIDTHS)}")
+    if aspect is not None and not (0.1 <= float(aspect) <= 3):
+        raise ValueError(f"aspect={aspect!r}: expected a height/width ratio in [0.1, 3]")
+    if style is not None and style not in STYLES:
+        raise ValueError(f"style={style!r}: allowed are {', '.join(STYLES)}")
+    old = dict(_LAYOUT)
+    _LAYOUT.update({k: v for k, v in (("width", width), ("aspect", aspect), ("style", style)) if v is not None})
+    try:
+        yield
+    finally:
+        _LAYOUT.clear()
+        _LAYOUT.update(old)
+
+
+def figure(width: str = "column", aspect: float = 0.68, **kw):
+    """A new figure sized for a column ("column") or the page ("page"); `layout()` overrides both."""
+    paper_style()
+    w = WIDTHS[_LAYOUT["width"] or width]
+    return plt.subplots(figsize=(w, w * (_LAYOUT["aspect"] or aspect)), **kw)
+
+
+def figures_dir() -> Path:
+    return Path(os.environ.get("RXLAB_FIGURES", REPO / "figures"))
+
+
+def table_hash(table: pd.DataFrame) -> str:
+    """SHA-256 of the table as saved (its CSV text): the same data gives the same hash."""
+    return hashlib.sha256(table.to_csv(index=False).encode()).hexdigest()
+
+
+def _portable_environment() -> dict:
+    """The machine in words a reader can use (no host name, no path): kernel, CPU, memory, disk."""
+    fp = sysinfo.fingerprint()
+    return {k: fp.get(k) for k in ("kernel", "machine", "os", "cpu_model", "cores", "memory_kb", "python",
+                                   "rxlab_version", "fio")}
+
+
+def save(fig, name: str, *, table: pd.DataFrame | None = None, draw_args: Mapping | None = None,
+         study: str | None = None, study_id: str | None = None, runs: Iterable = (),
+         builds: Iterable[str] = (), scale: str | None = None, published: Iterable[str] = (), notes: str = "",
+         directory: str | os.PathLike | None = None, formats: Iterable[str] = FORMATS,
+         close: bool = True) -> dict[str, Path]:
+    """Write <name>.{pdf,svg,png}, <name>.csv (the table drawn) and <name>.json; returns the paths.
+
+    `runs` are run ids (a path is reduced to its last part: the id in its store).
+    """
+    if not name or "/" in name or name.startswith("."):
+        raise ValueError(f"figure name {name!r}: use a plain file stem such as 'ioeff_qps'")
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not list(formats):
+        raise ValueError(f"formats={list(formats)!r}: allowed are {', '.join(FORMATS)}")
+    out = Path(directory) if directory is not None else figures_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for ext in formats:
+        p = out / f"{name}.{ext}"
+        # no creation date inside the files: a redraw of the same data gives the same bytes
+        meta = {"Creator": "rxlab", "CreationDate": None} if ext == "pdf" else \
+            {"Creator": "rxlab", "Date": None} if ext == "svg" else None
+        fig.savefig(p, metadata=meta)
+        paths[ext] = p
+    side = {
+        "figure": name,
+        "study": study,
+        "study_id": study_id,
+        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "scale": scale,
+        "runs": [Path(str(r)).name for r in runs],
+        "rocksdb_builds": sorted(set(builds)),
+        "published_sources": list(published),
+        "notes": notes,
+        "draw_args": dict(draw_args or {}),
+        "layout": {k: v for k, v in _LAYOUT.items() if v is not None},
+        "environment": _portable_environment(),
+        "rxlab_commit": (git := sysinfo.git_info()).get("git_commit"),
+        "git_dirty": git.get("git_dirty"),
+    }
+    if table is not None:
+        t = out / f"{name}.csv"
+        table.to_csv(t, index=False)
+        side["table"] = {"file": t.name, "sha256": table_hash(table), "rows": len(table),
+                         "columns": [str(c) for c in table.columns]}
+        paths["csv"] = t
+    p = out / f"{name}.json"
+    p.write_text(json.dumps(side, indent=1, default=str) + "\n")
+    paths["json"] = p
+    if close:
+        plt.close(fig)
+    return paths
+
+
+def read_sidecar(name: str, directory: str | os.PathLike | None = None) -> dict:
+    """A saved figure's sidecar; one line naming the figure when it is missing or unreadable."""
+    d = Path(directory) if directory is not None else figures_dir()
+    p = d / f"{name}.json"
+    try:
+        return json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"figure {name!r}: no {p.name} in {d}") from None
+    except (OSError, ValueError) as e:
+        raise ValueError(f"figure {name!r}: {p.name} is unreadable ({type(e).__name__})") from None

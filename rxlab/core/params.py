@@ -1,0 +1,131 @@
+"""Checks shared by every study's parameters: one line that names the bad value and what is allowed.
+
+A study's notebook passes its papermill parameters to `<study>.Params.checked(...)`
+in the cell after the parameters cell. The dataclasses differ per study; the
+checks (backend names and URIs, lists of distinct integers, sizes, O_DIRECT
+directories, unknown names) are these.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import numpy as np
+
+from rxlab import _core
+from rxlab.core import sysinfo
+from rxlab.core.units import parse_size
+
+
+def fail(name: str, value, allowed: str):
+    """Raise the one-line ValueError of a bad parameter: `name=value: what is allowed`."""
+    raise ValueError(f"{name}={value!r}: {allowed}")
+
+
+def as_list(v) -> list:
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+def is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def is_bool(v) -> bool:
+    return isinstance(v, (bool, np.bool_))
+
+
+def is_number(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not is_bool(v)
+
+
+def int_list(name: str, value, lo: int, hi: int, what: str = "integers") -> list[int]:
+    """A non-empty list of distinct integers lo..hi (a scalar counts as a list of one)."""
+    v = as_list(value)
+    if not v or not all(is_int(x) and lo <= x <= hi for x in v) or len(set(v)) != len(v):
+        fail(name, value, f"expected a non-empty list of distinct {what} {lo}..{hi}")
+    return [int(x) for x in v]
+
+
+def bool_list(name: str, value) -> list[bool]:
+    v = as_list(value)
+    if not v or not all(is_bool(b) for b in v) or len(set(v)) != len(v):
+        fail(name, value, "expected True, False or a list of them, e.g. [True, False]")
+    return [bool(b) for b in v]
+
+
+def choice(name: str, value, allowed) -> str:
+    if value not in allowed:
+        fail(name, value, f"allowed are {', '.join(map(str, allowed))}")
+    return value
+
+
+def size_bytes(name: str, value, minimum: int = 1) -> int:
+    """Bytes from an int or a size such as '512k', '2g'."""
+    try:
+        n = parse_size(value)
+    except (ValueError, TypeError):
+        n = -1
+    if n < minimum:
+        fail(name, value, f"expected a size of at least {minimum} bytes, e.g. 4096, '512k' or '2g'")
+    return n
+
+
+def backend(value, name: str = "backend", allow_delay: bool = False) -> str:
+    """A backend: default, default?io_uring=0|1, or an rxlab engine URI that the engines accept."""
+    if not isinstance(value, str) or not value.strip():
+        fail(name, value, "expected a backend name or URI such as posix, io_uring?registered_files=1 "
+                          "or default")
+    b = value.strip()
+    base = b.removeprefix("rxlab://")
+    if not allow_delay and "delay_us=" in base:
+        fail(name, value, "give the delay through the delay_us parameter (fio's baseline gets it too)")
+    if base == "default" or base.startswith("default?"):
+        if base.removeprefix("default").removeprefix("?") not in ("", "io_uring=0", "io_uring=1"):
+            fail(name, value, "the default file system takes only io_uring=0 or io_uring=1")
+        return b
+
+    try:
+        _core.parse_uri(b)
+    except ValueError as e:
+        fail(name, value, str(e).splitlines()[0] if str(e) else "not a backend")
+    return b
+
+
+def backend_list(name: str, value, allow_delay: bool = False) -> list[str]:
+    v = as_list(value)
+    if not v or len(set(v)) != len(v):
+        fail(name, value, "expected a non-empty list of distinct backends, e.g. ['posix', 'io_uring']")
+    return [backend(b, name, allow_delay) for b in v]
+
+
+def is_default(backend_uri: str) -> bool:
+    return backend_uri.removeprefix("rxlab://").startswith("default")
+
+
+def db_dir(value, name: str = "db_dir", need_direct_io: bool = True) -> str | None:
+    """None (a temporary directory) or a directory; with O_DIRECT when the study reads that way."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        fail(name, value, "expected None or a directory path")
+    p = Path(value)
+    if p.exists() and not p.is_dir():
+        fail(name, value, "exists and is not a directory")
+    if need_direct_io:
+        if not sysinfo.direct_io_works(p):
+            fail(name, value, "its file system does not support O_DIRECT (the study reads with O_DIRECT); "
+                              "choose a directory on a disk file system")
+    return str(value)
+
+
+class Checked:
+    """Mixin for a parameters dataclass: `checked(**kw)` refuses unknown names in one line."""
+
+    @classmethod
+    def checked(cls, **kw):
+        names = [f.name for f in dataclasses.fields(cls)]
+        bad = [k for k in kw if k not in names]
+        if bad:
+            raise ValueError(f"unknown parameter {bad[0]!r}: allowed are {', '.join(names)}")
+        return cls(**kw)

@@ -1,0 +1,410 @@
+"""The Study protocol: what every seed study implements, and what running one does.
+
+A study is a question asked of this machine (the seeds' tables and figures,
+measured here). Each lives in a folder under rxlab/studies/ and subclasses
+`Study`, declaring:
+
+* `Params`: a dataclass of its parameters (a subclass of `StudyParams`),
+  checked on construction, one line per bad value, with the scale presets
+  `smoke` (seconds, CI), `small` (minutes) and `full` (the largest run the
+  machine holds). `params.settings()` resolves a scale on this machine.
+* `plan(params)`: the runs in execution order, one row each.
+* `run_one(ctx, row)`: measure one row of the plan, store it, return the run.
+* `frame(catalog)`: the study's tidy frame from the store's catalog rows.
+* `tables` and `figures`: named functions of a result; every figure is a
+  `FigureSpec`, a table (`data`) and a drawing of that table alone (`draw`),
+  so a saved figure can be redrawn from its saved table without rerunning.
+* `findings(result)`: what the numbers say, in Markdown.
+
+`Study.run` does the rest the same way for every study: a study id, a
+scratch directory that is removed afterwards, a progress bar, optional live
+partial tables, and a manifest in the store written last: a study that
+failed or was interrupted is marked so and never loaded as complete.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from rxlab.core import figures, store
+from rxlab.core import params as checks
+from rxlab.core.tables import save_table
+
+__all__ = ["SCALES", "FigureSpec", "RunContext", "Study", "StudyParams", "StudyResult", "manifest",
+           "new_study_id", "settings_table"]
+
+SCALES = ("smoke", "small", "full")
+MANIFESTS = ".studies"   # under the store's root: one JSON per study id
+
+
+def new_study_id() -> str:
+    """UTC time (sortable) and 4 random hex digits: 20261122T210817cf97."""
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + secrets.token_hex(2)
+
+
+def settings_table(rows: Iterable[tuple[str, Any]]) -> pd.DataFrame:
+    """A scale resolved on this machine as a two-column table (setting, value) for the notebook."""
+    return pd.DataFrame([(k, str(v)) for k, v in rows], columns=["setting", "value"]).set_index("setting")
+
+
+def size_text(b: float) -> str:
+    """Bytes as GiB or MiB, for settings tables."""
+    return f"{b / 2**30:.2f} GiB" if b >= 2**30 else f"{b / 2**20:.1f} MiB"
+
+
+@dataclass
+class StudyParams(checks.Checked):
+    """Parameters every study has: the scale preset. Subclasses add their own (all with defaults)
+    and check them in `__post_init__` after calling this one's."""
+
+    scale: str = "small"
+
+    def __post_init__(self):
+        checks.choice("scale", self.scale, SCALES)
+
+    def as_dict(self) -> dict:
+        """The parameters as given (JSON-ready), for the study's manifest."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclass
+class StudyResult:
+    """A study's runs and its tidy frame (one row per step, the study's keys first).
+
+    `study` is the study id; `runs` the run directories in the store `root`.
+    Studies subclass it for properties that read their frame (backends, cases, ...).
+    """
+
+    study: str
+    frame: pd.DataFrame
+    runs: list[Path]
+    root: Path
+    params: Any = None
+    settings: Any = None
+    elapsed_s: float | None = None
+    name: str = ""
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The runs as ids of the store (portable: no machine path)."""
+        return [Path(r).name for r in self.runs]
+
+    @property
+    def scale(self) -> str | None:
+        if self.params is not None and getattr(self.params, "scale", None):
+            return self.params.scale
+        if "spec.scale" in self.frame.columns:
+            s = sorted(set(self.frame["spec.scale"].dropna().astype(str)))
+            return ", ".join(s) or None
+        return None
+
+    @property
+    def builds(self) -> list[str]:
+        """The RocksDB builds behind the runs (keys such as 9.10.0-gcc12)."""
+        if "rocksdb_build" not in self.frame.columns:
+            return []
+        return sorted(set(self.frame["rocksdb_build"].dropna().astype(str)))
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """A figure: `data(result)` gives its one tidy table, `draw(table)` draws it from that alone.
+
+    `args(result)`, when given, returns a few JSON values the drawing also takes
+    (`draw(table, **args)`: a base build's name for a title, say); they are saved
+    in the sidecar so a redraw passes them again.
+    """
+
+    data: Callable[[Any], pd.DataFrame]
+    draw: Callable[..., Any]
+    args: Callable[[Any], dict] | None = None
+    notes: str = ""
+
+
+@dataclass
+class RunContext:
+    """What `Study.run_one` is given: the study id, its store, scratch space and the runs so far."""
+
+    study: Study
+    id: str
+    params: StudyParams
+    settings: Any
+    root: Path
+    work: Path                      # removed at the end when it is a temporary directory
+    runs: list[Path] = field(default_factory=list)
+    scratch: list[Path] = field(default_factory=list)
+    state: dict = field(default_factory=dict)   # what `setup` prepares for every row (a loaded DB, ...)
+
+    def run_name(self, *parts: object) -> str:
+        """`<prefix><study id>-<parts...>`: a run name the study's `frame` can parse back."""
+        return "-".join([f"{self.study.run_prefix}{self.id}", *(str(p) for p in parts)])
+
+    def path(self, name: str) -> Path:
+        """A scratch path in the work directory (`<name>-<study id>`), deleted when the study ends."""
+        p = self.work / f"{name}-{self.id}"
+        self.scratch.append(p)
+        return p
+
+
+def _remove(p: Path) -> None:
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p, ignore_errors=True)
+    else:
+        p.unlink(missing_ok=True)
+
+
+def manifest(root: str | os.PathLike, study_id: str) -> dict | None:
+    """The manifest of a study in the store (None for a study stored before manifests existed)."""
+    try:
+        return json.loads((Path(root) / MANIFESTS / f"{study_id}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_manifest(root: Path, study_id: str, content: dict) -> None:
+    d = root / MANIFESTS
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / f".{study_id}.json.new"
+    tmp.write_text(json.dumps(content, indent=1, default=str) + "\n")
+    os.replace(tmp, d / f"{study_id}.json")  # a reader sees the old manifest or the new one
+
+
+class Study:
+    """The protocol. A subclass sets the class attributes and implements plan, run_one and frame."""
+
+    name: ClassVar[str]                 # registry key and CLI name, e.g. "backends"
+    title: ClassVar[str]                # one line: what it measures
+    notebook: ClassVar[str]             # its notebook's stem, e.g. "30_backends"
+    seed: ClassVar[str | None] = None   # the seed document it reproduces (../shared/seeds/)
+    published: ClassVar[tuple[str, ...]] = ()   # "<seed file>: <table>" behind its figures
+    Params: ClassVar[type[StudyParams]]
+    run_prefix: ClassVar[str]           # its runs are named <run_prefix><study id>-...
+    result_type: ClassVar[type[StudyResult]] = StudyResult
+    tables: ClassVar[Mapping[str, Callable]] = {}
+    figures: ClassVar[Mapping[str, FigureSpec]] = {}
+    work_prefix: ClassVar[str | None] = None   # temporary directory's prefix (default rxlab-<name>-)
+
+    # ------------------------------------------------------------------ what a study implements
+
+    def plan(self, params: StudyParams) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def setup(self, ctx: RunContext) -> None:
+        """Before the first row (load a DB every row reads, say). Nothing by default."""
+
+    def run_one(self, ctx: RunContext, row) -> Path | list[Path] | None:
+        """Measure one row of the plan; return the stored run(s), or None when the row is skipped."""
+        raise NotImplementedError
+
+    def describe(self, row) -> str:
+        """The progress bar's note for a row: its plan columns."""
+        return " ".join(f"{k} {v}" for k, v in row._asdict().items())
+
+    def frame(self, catalog: pd.DataFrame) -> pd.DataFrame:
+        """The tidy frame of the study's runs from catalog rows (others dropped)."""
+        raise NotImplementedError
+
+    def complete(self, frame: pd.DataFrame) -> bool:
+        """Does a study's frame hold everything the tables need (for studies without a manifest)?"""
+        return not frame.empty
+
+    def findings(self, result: StudyResult) -> str:
+        return ""
+
+    def live_table(self, result: StudyResult) -> pd.DataFrame:
+        """What a notebook shows while the study runs: the runs so far, a row each."""
+        f = result.frame
+        cols = [c for c in ("run_id", "name", "backend", "threads", "qps", "iops", "cpuPer", "rx.lat")
+                if c in f.columns]
+        return f[cols].tail(12)
+
+    # ------------------------------------------------------------------ what running one does
+
+    def params(self, **kw) -> StudyParams:
+        """The parameters, checked (one line naming the first bad value)."""
+        return self.Params.checked(**kw)
+
+    def _settings(self, params: StudyParams):
+        return params.settings() if hasattr(params, "settings") else None
+
+    def _work_dir(self, params: StudyParams) -> tuple[Path, bool]:
+        db_dir = getattr(params, "db_dir", None)
+        if db_dir is None:
+            return Path(tempfile.mkdtemp(prefix=self.work_prefix or f"rxlab-{self.name}-")), True
+        p = Path(db_dir)
+        p.mkdir(parents=True, exist_ok=True)
+        return p, False
+
+    def run(self, params: StudyParams, root: str | os.PathLike | None = None, *, progress: bool = True,
+            live: bool | Callable[[StudyResult], None] = False) -> StudyResult:
+        """Run the plan, every run stored under `root` (the store's default), under one study id.
+
+        The scratch directory (a temporary one, or the paths the study made
+        in `db_dir`) is removed at the end, on failure and on Ctrl-C too.
+        The manifest (<root>/.studies/<id>.json) is written last: complete,
+        or failed / interrupted with the error, so `load` never returns a
+        study that stopped half way. `live`: True shows `live_table` under
+        the progress bar in a notebook, a callable gets each partial result.
+        """
+
+        if not isinstance(params, self.Params):
+            raise TypeError(f"{self.name}: params must be {self.Params.__name__} (use study.params(...))")
+        settings = self._settings(params)
+        root = Path(root) if root is not None else store.default_root()
+        sid = new_study_id()
+        work, temporary = self._work_dir(params)
+        ctx = RunContext(self, sid, params, settings, root, work)
+        steps = self.plan(params)
+        show = _live_display(self) if live is True else live or None
+        t0 = time.monotonic()
+        status, error = "interrupted", None
+        _write_manifest(root, sid, self._manifest(ctx, "running", t0))
+        try:
+            self.setup(ctx)
+            bar = tqdm(steps.itertuples(index=False), total=len(steps), desc=f"{self.name} {params.scale}",
+                       unit="run", disable=not progress)
+            for row in bar:
+                bar.set_postfix_str(self.describe(row)[:60])
+                out = self.run_one(ctx, row)
+                ctx.runs.extend([] if out is None else [out] if isinstance(out, Path) else list(out))
+                if show is not None and ctx.runs:
+                    show(self._result(ctx, t0))
+            status = "complete"
+        except BaseException as e:
+            status = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
+            error = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
+            raise
+        finally:
+            for p in reversed(ctx.scratch):
+                _remove(p)
+            if temporary:
+                shutil.rmtree(work, ignore_errors=True)
+            _write_manifest(root, sid, self._manifest(ctx, status, t0, error))
+        return self._result(ctx, t0)
+
+    def _result(self, ctx: RunContext, t0: float) -> StudyResult:
+        frame = self.frame(store.catalog(ctx.root, runs=ctx.runs)) if ctx.runs else self.frame(pd.DataFrame())
+        return self.result_type(study=ctx.id, frame=frame, runs=list(ctx.runs), root=ctx.root,
+                                params=ctx.params, settings=ctx.settings, elapsed_s=time.monotonic() - t0,
+                                name=self.name)
+
+    def _manifest(self, ctx: RunContext, status: str, t0: float, error: str | None = None) -> dict:
+        return {"study": self.name, "id": ctx.id, "status": status, "error": error,
+                "params": ctx.params.as_dict(), "scale": ctx.params.scale,
+                "runs": [p.name for p in ctx.runs], "seconds": round(time.monotonic() - t0, 1),
+                "updated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+    def load(self, root: str | os.PathLike | None = None, *, study: str | None = None,
+             scale: str | None = None, before: str | None = None,
+             where: Callable[[pd.DataFrame], bool] | None = None) -> StudyResult | None:
+        """The latest complete study in the store, or None. Filters: its id, its scale, started
+        `before` another id, and `where(frame)` for anything else."""
+        root = Path(root) if root is not None else store.default_root()
+        cat = store.catalog(root)
+        if cat.empty or "run_name" not in cat.columns:
+            return None
+        frame = self.frame(cat[cat["run_name"].astype(str).str.startswith(self.run_prefix)])
+        if frame.empty:
+            return None
+        for sid in sorted(frame["study"].unique(), reverse=True):
+            f = frame[frame["study"] == sid].reset_index(drop=True)
+            m = manifest(root, str(sid))
+            if m is not None and m.get("status") != "complete":
+                continue
+            scales = set(f["spec.scale"].dropna()) if "spec.scale" in f.columns else set()
+            if ((study is None or sid == study) and (before is None or str(sid) < str(before))
+                    and (scale is None or scales == {scale}) and (where is None or where(f))
+                    and self.complete(f)):
+                return self.result_type(study=str(sid), frame=f, runs=[root / r for r in f["run_id"].unique()],
+                                        root=root, name=self.name)
+        return None
+
+    # ------------------------------------------------------------------ tables and figures
+
+    def table(self, name: str, result: StudyResult) -> pd.DataFrame:
+        if name not in self.tables:
+            raise ValueError(f"table {name!r}: {self.name} has {', '.join(self.tables) or 'no tables'}")
+        return self.tables[name](result)
+
+    def figure(self, name: str, result: StudyResult, *, save: bool = True,
+               directory: str | os.PathLike | None = None, notes: str = ""):
+        """Draw a figure from its table; with `save`, write it (pdf, svg, png), its table and its
+        sidecar through rxlab.core.figures. Returns the matplotlib figure (open, for display)."""
+        if name not in self.figures:
+            raise ValueError(f"figure {name!r}: {self.name} has {', '.join(self.figures) or 'no figures'}")
+        spec = self.figures[name]
+        table = spec.data(result)
+        args = spec.args(result) if spec.args else {}
+        fig = spec.draw(table, **args)
+        if save:
+            figures.save(fig, name, table=table, draw_args=args, study=self.name, study_id=result.study,
+                         runs=result.run_ids, builds=result.builds, scale=result.scale,
+                         published=self.published, notes=notes or spec.notes, directory=directory, close=False)
+        return fig
+
+    def save_tables(self, result: StudyResult, directory: str | os.PathLike | None = None) -> list[Path]:
+        """Every table as LaTeX, Markdown and CSV in `directory` (default: figures/tables/), named
+        <study>_<table>; returns the files written."""
+        d = Path(directory) if directory is not None else figures.figures_dir() / "tables"
+        out: list[Path] = []
+        for name in self.tables:
+            t = self.table(name, result)
+            if t is None or len(t) == 0:
+                continue
+            out += save_table(t, f"{self.name}_{name}", d,
+                              caption=f"{self.title}: {name} (study {result.study})").values()
+        return out
+
+    def save_outputs(self, result: StudyResult, directory: str | os.PathLike) -> dict[str, list]:
+        """Every figure (with its table and sidecar), every table and the findings under `directory`:
+        what `rxlab study run` leaves for a study. A figure that cannot be drawn from this result is
+        named with its error, not fatal."""
+        import matplotlib.pyplot as plt  # noqa: PLC0415 - pyplot only when drawing
+
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        done: dict[str, list] = {"figures": [], "failed": [], "tables": []}
+        for name in self.figures:
+            try:
+                plt.close(self.figure(name, result, directory=d))
+                done["figures"].append(name)
+            except (ValueError, KeyError) as e:
+                done["failed"].append(f"{name}: {(str(e).strip().splitlines() or [type(e).__name__])[0]}")
+        done["tables"] = [p.name for p in self.save_tables(result, d / "tables")]
+        (d / "findings.md").write_text(f"# {self.title}\n\nStudy {result.study}, scale {result.scale}.\n\n"
+                                       + (self.findings(result) or "") + "\n")
+        return done
+
+    def describe_study(self) -> dict:
+        """One line of `rxlab study list`: name, title, notebook, seed, figures."""
+        return {"study": self.name, "title": self.title, "notebook": self.notebook, "seed": self.seed or "",
+                "figures": ", ".join(self.figures)}
+
+
+def _live_display(study: Study) -> Callable[[StudyResult], None] | None:
+    """In a notebook, a display that `live_table` replaces after every run; elsewhere None."""
+    try:
+        from IPython import get_ipython  # noqa: PLC0415 - optional: only inside IPython
+        from IPython.display import display  # noqa: PLC0415
+    except ImportError:
+        return None
+    if get_ipython() is None:
+        return None
+    handle = display(pd.DataFrame(), display_id=True)
+
+    def show(result: StudyResult) -> None:
+        handle.update(study.live_table(result))
+
+    return show

@@ -1,0 +1,220 @@
+"""The backends study's parameters: backends, device cases (the report's SSDs emulated), scale presets."""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from rxlab.core import metrics, study
+from rxlab.core import params as checks
+from rxlab.core.study import settings_table, size_text
+from rxlab.core.sysinfo import work_space
+
+SEED_FILE = "lab-report-disaggregated-rocksdb-backends.txt"
+PUBLISHED_TABLES = ("lab_throughput", "lab_latency", "lab_throughput_change", "lab_statements", "hardware",
+                    "flags")
+# For the figures' JSON sidecars: "<source>: <table>", source being the CSVs' source column.
+PUBLISHED = tuple(f"{SEED_FILE}: {t}" for t in PUBLISHED_TABLES)
+
+ENGINES = ("posix", "libaio", "io_uring")       # the report's three backends
+KEY_SIZE, VALUE_SIZE = 16, 1000                 # §5.2.1 (lab_statements)
+WRITE_BUFFER = 2 << 20                          # §5.2.1: "reserve only 2 MiB for the write buffer"
+BLOCK_SIZE = 4096                               # db_bench's defaults for what the report does not state:
+COMPRESSION = "snappy"                          # 4 KiB blocks, snappy, no bloom filter
+LOCAL_TESTS = ("fillseq", "fillrandom", "readrandom", "readseq")   # Figures 3 and 6
+CLUSTER_TESTS = ("fillseq", "readrandom", "readseq")               # Figures 10 to 13
+ZIPPY_TEST = "mixgraph"                                            # Figure 4
+# Latency percentiles of the figures (the report plots p50 to p99.9).
+PERCENTILES = (50.0, 75.0, 90.0, 99.0, 99.9)
+PCT_NAMES = tuple(f"p{p:g}" for p in PERCENTILES)
+PCT_COLUMNS = tuple(metrics.percentile_column(p) for p in PERCENTILES)
+MIB, GIB = 1 << 20, 1 << 30
+MAX_DELAY_US = 100_000
+
+
+@dataclass(frozen=True)
+class DeviceCase:
+    """A storage case: a completion deadline per device read (delay_us +/- jitter_us, uniform)."""
+
+    name: str
+    delay_us: int
+    jitter_us: int
+    why: str
+
+
+# The report states no device latency for its cluster SSDs; its only numbers
+# for them are operation latency percentiles (Figures 12 and 13). readrandom
+# with direct IO is the workload whose slow operations are device reads, so
+# its upper percentiles are taken as the device's read latency: delay_us is
+# the p99, jitter_us spreads reads up to the p99.9 (p99 - (p99.9 - p99) ..
+# p99.9). rxlab's delay adds to reads only, as a deadline from submission.
+DEVICE_CASES = {
+    "local": DeviceCase("local", 0, 0, "this machine's disk as it is (no emulated latency)"),
+    "virtual": DeviceCase("virtual", 10, 10, "virtual SSD: readrandom p99 about 10 us and p99.9 about 20 us "
+                                             "(Figure 12, all three backends), so reads take 0 to 20 us"),
+    "remote": DeviceCase("remote", 165, 77, "remote SSD: readrandom p99 164.97 us and p99.9 242.49 us "
+                                            "(Figure 13, POSIX), so reads take 88 to 242 us"),
+}
+
+
+def with_case(backend: str, case: DeviceCase) -> str:
+    """The backend URI with the case's delay_us and jitter_us (unchanged for a zero delay)."""
+    if not case.delay_us:
+        return backend
+    q = f"delay_us={case.delay_us}" + (f"&jitter_us={case.jitter_us}" if case.jitter_us else "")
+    return f"{backend}{'&' if '?' in backend else '?'}{q}"
+
+
+def strip_case(uri: str) -> str:
+    """The backend URI without delay_us and jitter_us: the backend a case was run on."""
+    base, _, q = str(uri).partition("?")
+    keep = [p for p in q.split("&") if p and not p.startswith(("delay_us=", "jitter_us="))]
+    return base + ("?" + "&".join(keep) if keep else "")
+
+
+def engine(backend: str) -> str:
+    """posix, libaio, io_uring or default: the URI's engine."""
+    return str(backend).removeprefix("rxlab://").split("?")[0]
+
+
+@dataclass(frozen=True)
+class Scale:
+    num: int            # keys (16 + 1000 bytes each)
+    duration: float     # seconds of readrandom and of mixgraph
+    repeats: int
+    cache_size: int     # block cache: well below the DB so that reads reach the device
+
+
+SCALES = {
+    "smoke": Scale(num=5_000, duration=0.2, repeats=1, cache_size=1 * MIB),          # 5 MB, seconds
+    "small": Scale(num=200_000, duration=3.0, repeats=3, cache_size=8 * MIB),        # 0.2 GB, minutes
+    "full": Scale(num=2_000_000, duration=10.0, repeats=3, cache_size=32 * MIB),     # 2 GB, db_bench's cache
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A scale resolved on this machine."""
+
+    scale: str
+    num: int
+    db_bytes: int
+    duration: float
+    repeats: int
+    cache_size: int
+    threads: int
+    work_dir: str
+    free_bytes: int
+
+    def table(self) -> pd.DataFrame:
+        return settings_table([
+            ("keys (num)", f"{self.num:,}"), ("key / value bytes", f"{KEY_SIZE} / {VALUE_SIZE}"),
+            ("DB size (num x 1016 B)", size_text(self.db_bytes)), ("write buffer", size_text(WRITE_BUFFER)),
+            ("block cache", size_text(self.cache_size)),
+            ("block size, compression", f"{BLOCK_SIZE} B, {COMPRESSION}"),
+            ("readrandom, mixgraph duration", f"{self.duration:g} s"),
+            ("readseq", "one pass over the DB per thread"), ("read threads", self.threads),
+            ("repeats", self.repeats), ("work directory", self.work_dir),
+            ("free there", size_text(self.free_bytes))])
+
+
+@dataclass
+class Params(study.StudyParams):
+    """The study's parameters (the notebook's papermill parameters).
+
+    backends: default and/or rxlab engine URIs (posix, libaio, io_uring, ...),
+    without delays. threads: clients of the read steps (the fills run with one,
+    as db_bench's default). device_cases: names in DEVICE_CASES (local must be
+    among them: every figure compares against it); case_delays: {name:
+    [delay_us, jitter_us]} to change a case or add one. The emulated cases run
+    on the rxlab engines only (RocksDB's default file system has no delay).
+    """
+
+    backends: list = field(default_factory=lambda: ["default", "posix", "libaio", "io_uring"])
+    threads: int = 1
+    db_dir: str | None = None
+    repeats: int | None = None
+    duration: float | None = None
+    device_cases: list = field(default_factory=lambda: ["local", "virtual", "remote"])
+    case_delays: dict | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.backends = checks.backend_list("backends", self.backends)
+        if not (checks.is_int(self.threads) and 1 <= self.threads <= 64):
+            checks.fail("threads", self.threads, "expected an integer 1..64 (clients of the read steps)")
+        self.threads = int(self.threads)
+        if self.repeats is not None and not (checks.is_int(self.repeats) and 1 <= self.repeats <= 100):
+            checks.fail("repeats", self.repeats, "expected None (the scale's) or an integer 1..100")
+        if self.duration is not None and not (checks.is_number(self.duration) and 0 < self.duration <= 3600):
+            checks.fail("duration", self.duration, "expected None (the scale's) or seconds in (0, 3600]")
+        self._cases = dict(DEVICE_CASES)
+        for name, case in self._custom_cases().items():
+            self._cases[name] = case
+        cases = checks.as_list(self.device_cases)
+        if not cases or len(set(cases)) != len(cases) or not all(c in self._cases for c in cases):
+            checks.fail("device_cases", self.device_cases,
+                        f"expected a list of distinct names among {', '.join(self._cases)}")
+        if "local" not in cases:
+            checks.fail("device_cases", self.device_cases,
+                        "must include 'local' (every figure compares with it)")
+        self.device_cases = list(cases)
+        if any(self._cases[c].delay_us for c in cases) and not self.engines:
+            checks.fail("device_cases", self.device_cases,
+                        "emulated cases need an rxlab engine (posix, libaio, io_uring) among the backends")
+        self.db_dir = checks.db_dir(self.db_dir)
+        self.settings()
+
+    def _custom_cases(self) -> dict[str, DeviceCase]:
+        if self.case_delays is None:
+            return {}
+        if not isinstance(self.case_delays, Mapping):
+            checks.fail("case_delays", self.case_delays, "expected None or {name: [delay_us, jitter_us]}")
+        out = {}
+        for name, dj in self.case_delays.items():
+            ok = (isinstance(name, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,15}", name) is not None
+                  and isinstance(dj, (list, tuple)) and len(dj) == 2 and all(checks.is_int(v) for v in dj)
+                  and 0 <= dj[1] <= dj[0] <= MAX_DELAY_US)
+            if not ok:
+                checks.fail("case_delays", self.case_delays,
+                            "expected {name: [delay_us, jitter_us]} with a lowercase name and "
+                            f"0 <= jitter_us <= delay_us <= {MAX_DELAY_US}")
+            out[name] = DeviceCase(name, int(dj[0]), int(dj[1]), "set by the case_delays parameter")
+        return out
+
+    @property
+    def engines(self) -> list[str]:
+        """The backends that are rxlab engines (they take delays)."""
+        return [b for b in self.backends if not checks.is_default(b)]
+
+    def case(self, name: str) -> DeviceCase:
+        return self._cases[name]
+
+    def cases_table(self) -> pd.DataFrame:
+        """The device cases of this study: delay, jitter, read latency range, where the values come from."""
+        rows = []
+        for c in self.device_cases:
+            d = self._cases[c]
+            lo, hi = d.delay_us - d.jitter_us, d.delay_us + d.jitter_us
+            rng = "the disk's own" if not d.delay_us else f"{lo} to {hi} us"
+            rows.append({"case": c, "delay_us": d.delay_us, "jitter_us": d.jitter_us,
+                         "read completes no earlier than": rng,
+                         "backends": ", ".join(self.backends if not d.delay_us else self.engines),
+                         "from": d.why})
+        return pd.DataFrame(rows).set_index("case")
+
+    def settings(self) -> Settings:
+        sc = SCALES[self.scale]
+        work, free = work_space(self.db_dir)
+        db_bytes = sc.num * (KEY_SIZE + VALUE_SIZE)
+        need = 3 * db_bytes  # the DB (uncompressed at worst) and its compactions' copies
+        if need > free:
+            raise ValueError(f"scale={self.scale!r}: needs about {need / GIB:.1f} GiB free at {work}, only "
+                             f"{free / GIB:.1f} GiB free; choose another db_dir or a smaller scale")
+        return Settings(scale=self.scale, num=sc.num, db_bytes=db_bytes,
+                        duration=float(self.duration) if self.duration is not None else sc.duration,
+                        repeats=self.repeats if self.repeats is not None else sc.repeats,
+                        cache_size=sc.cache_size, threads=self.threads, work_dir=str(work),
+                        free_bytes=int(free))

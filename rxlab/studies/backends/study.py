@@ -1,0 +1,157 @@
+"""The backends study: the lab report's workloads on each backend, on this disk and on emulated SSDs.
+
+Each repetition, device case and backend runs the sequence
+driver.SEQUENCES["lab_report"], split where db_bench would start a fresh
+database (every fill benchmark); each part is stored as a run. The order of
+cases and backends rotates from one repetition to the next, so drift of the
+machine hits every backend alike.
+"""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from rxlab.bench import driver
+from rxlab.core import metrics, published, stats
+from rxlab.core.study import RunContext, Study
+from rxlab.studies.backends import figures, findings, tables
+from rxlab.studies.backends.params import (
+    BLOCK_SIZE,
+    COMPRESSION,
+    KEY_SIZE,
+    LOCAL_TESTS,
+    PUBLISHED,
+    SEED_FILE,
+    VALUE_SIZE,
+    WRITE_BUFFER,
+    ZIPPY_TEST,
+    Params,
+    Settings,
+    strip_case,
+    with_case,
+)
+from rxlab.studies.backends.result import BackendsResult
+
+RUN_PREFIX = "lab-"
+_NAME_RE = re.compile(r"^lab-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-r(?P<rep>\d+)-(?P<case>[a-z][a-z0-9_]*)"
+                      r"-(?P<part>fillseq|fillrandom)-b(?P<b>\d+)$")
+KEYS = ["study", "rep", "case", "delay_us", "jitter_us", "backend", "backend_uri", "part", "test", "run_id"]
+
+
+def zippydb_options() -> dict:
+    """The mixgraph options of the report's ZippyDB command (data/published/flags.csv), those the
+    driver takes. Its key_size 48, num, reads and 256 MiB cache are not applied: the step reads the
+    DB that fillrandom loaded (16-byte keys) for the study's duration."""
+    f = published.load("flags")
+    f = f[(f["source"] == SEED_FILE) & (f["table"] == "5.2.2 ZippyDB mixgraph command")]
+    skip = {"key_size", "num", "reads"}
+    return {r.flag: float(r.value) if "." in str(r.value) or "e" in str(r.value).lower() else int(r.value)
+            for r in f.itertuples() if r.flag in driver.STEP_FIELDS and r.flag not in skip}
+
+
+def parts(settings: Settings) -> list[list]:
+    """driver.SEQUENCES["lab_report"] split where db_bench starts a fresh DB (each fill benchmark), with
+    the per-step options: fills single-threaded, readseq one pass (ops = num), mixgraph the ZippyDB
+    options."""
+    out: list[list] = []
+    for name in driver.SEQUENCES["lab_report"]:
+        if name in driver.FILL_STEPS:
+            out.append([{"name": name, "threads": 1}])
+            continue
+        step: dict = {"name": name}
+        if name == "readseq":
+            step.update(duration=0, ops=settings.num)
+        elif name == "mixgraph":
+            step.update(zippydb_options())
+        out[-1].append(step)
+    return out
+
+
+class BackendsStudy(Study):
+    name = "backends"
+    title = "the lab report's workloads on posix, libaio, io_uring and RocksDB's own file system"
+    notebook = "30_backends"
+    seed = SEED_FILE
+    published = PUBLISHED
+    Params = Params
+    run_prefix = RUN_PREFIX
+    result_type = BackendsResult
+    tables = tables.TABLES
+    figures = figures.FIGURES
+
+    def plan(self, params: Params) -> pd.DataFrame:
+        """The runs in execution order: rep, case, delay_us, jitter_us, backend, part (the fill that
+        starts it). Each repetition rotates the order of the cases and of the backends, so no backend
+        always runs first (cold) or last."""
+        s = params.settings()
+        names = [p[0]["name"] for p in parts(s)]
+        rows = []
+        for rep in range(s.repeats):
+            for c in stats.rotate(params.device_cases, rep):
+                case = params.case(c)
+                backs = params.backends if not case.delay_us else params.engines
+                for b in stats.rotate(backs, rep):
+                    for part in names:
+                        rows.append({"rep": rep, "case": c, "delay_us": case.delay_us,
+                                     "jitter_us": case.jitter_us, "backend": b, "part": part})
+        return pd.DataFrame(rows, columns=["rep", "case", "delay_us", "jitter_us", "backend", "part"])
+
+    def setup(self, ctx: RunContext) -> None:
+        ctx.state["db"] = ctx.path("lab-db")
+        ctx.state["parts"] = {p[0]["name"]: p for p in parts(ctx.settings)}
+
+    def describe(self, row) -> str:
+        return f"rep {row.rep} {row.case} {row.backend} {row.part}"
+
+    def run_one(self, ctx: RunContext, row):
+        p: Params = ctx.params
+        s: Settings = ctx.settings
+        spec = driver.RunSpec(
+            db=str(ctx.state["db"]), name=ctx.run_name(f"r{row.rep}", row.case, row.part,
+                                                       f"b{p.backends.index(row.backend)}"),
+            backend=with_case(row.backend, p.case(row.case)), steps=ctx.state["parts"][row.part], num=s.num,
+            key_size=KEY_SIZE, value_size=VALUE_SIZE, threads=s.threads, duration=s.duration,
+            block_size=BLOCK_SIZE, block_align=False, compression=COMPRESSION, cache_size=s.cache_size,
+            bloom_bits=0, use_direct_reads=True, use_direct_io_for_flush_and_compaction=True,
+            write_buffer_size=WRITE_BUFFER, scale=p.scale, seed=1000 * row.rep)
+        return driver.run(spec, root=ctx.root, progress=False)
+
+    def frame(self, cat: pd.DataFrame) -> pd.DataFrame:
+        """The tidy frame of a study from catalog rows (runs named by this study; others dropped)."""
+        empty = pd.DataFrame(columns=[*KEYS, *metrics.SEED_COLUMNS, "mbps"])
+        if cat.empty or "run_name" not in cat.columns:
+            return empty
+        m = cat["run_name"].astype(str).str.extract(_NAME_RE)
+        keep = m["study"].notna()
+        cat, m = cat[keep].copy(), m[keep]
+        if cat.empty:
+            return empty
+        uri = cat["backend"].astype(str)
+        delay = pd.to_numeric(uri.str.extract(r"delay_us=(\d+)")[0], errors="coerce").fillna(0).astype(int)
+        jitter = pd.to_numeric(uri.str.extract(r"jitter_us=(\d+)")[0], errors="coerce").fillna(0).astype(int)
+        keys = pd.DataFrame({"study": m["study"], "rep": m["rep"].astype(int), "case": m["case"],
+                             "delay_us": delay, "jitter_us": jitter, "backend": uri.map(strip_case),
+                             "backend_uri": uri, "part": m["part"]}, index=cat.index)
+        derived = metrics.seed_columns(cat)
+        raw = cat.drop(columns=[c for c in [*derived.columns, *keys.columns, "backend"] if c in cat.columns])
+        out = pd.concat([keys, raw, derived], axis=1)
+        first = [c for c in KEYS if c in out.columns]
+        out = out[first + [c for c in out.columns if c not in first]]
+        return out.sort_values(["study", "rep", "run_id", "step"], kind="stable").reset_index(drop=True)
+
+    def complete(self, f: pd.DataFrame) -> bool:
+        """The local case has every workload for every backend and repetition."""
+        loc = f[f["case"] == "local"]
+        if loc.empty:
+            return False
+        need = {*LOCAL_TESTS, ZIPPY_TEST}
+        have = loc.groupby(["rep", "backend"])["test"].apply(set)
+        return bool(all(need <= t for t in have))
+
+    def findings(self, result: BackendsResult) -> str:
+        return findings.findings(result)
+
+    def live_table(self, result: BackendsResult) -> pd.DataFrame:
+        f = result.frame
+        return f[["rep", "case", "backend", "test", "mbps", "qps", "rx.lat"]].tail(12)

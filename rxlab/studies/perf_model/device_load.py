@@ -1,0 +1,206 @@
+"""The virtual disk's latency against what the vCPUs do between and beside the reads.
+
+The seed's model takes the device's latency from fio at queue depth 1, whose
+reader does almost nothing between reads, and uses it for RocksDB, whose
+reader spends tens of microseconds of CPU per query between them and whose
+other readers keep the other vCPUs busy. On a physical SSD that would not
+matter. On these VMs it does: the disk is emulated by the host, and how fast
+it answers depends on what the guest's vCPUs are doing.
+
+`run` measures that with rxlab's fio (sync, queue depth 1, 8 KiB O_DIRECT, one
+job pinned to the CPU that takes the disk's interrupts, so no read pays a
+remote wake-up), in four settings repeated in rotated order:
+
+* the reader thinks 0 or `think_us` microseconds between reads, spinning on
+  its CPU as a query's work does (fio's thinktime_spin);
+* the other CPU is idle, or kept busy by a spinning process pinned to it.
+
+Each row has iostat's read latency (`io.lat`, the disk's own time per read
+as the guest sees it), fio's latency, CPU and wait for a CPU. `summary` takes
+medians, `findings` says what they show, `fig_device_load` draws io.lat per
+setting.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from rxlab.bench import fio
+from rxlab.bench.irq import busiest_irq_cpu
+from rxlab.core import figures, metrics, store
+
+__all__ = ["NEIGHBOURS", "fig_device_load", "findings", "measure", "run", "summary"]
+
+NEIGHBOURS = ("idle", "busy")  # the other CPU during the run
+# The spinner dies with its parent (PR_SET_PDEATHSIG, SIGKILL): a notebook killed mid-run must not
+# leave a CPU spinning under every later measurement on the machine.
+_SPIN = ("import ctypes, os, sys\nctypes.CDLL(None).prctl(1, 9)\nif os.getppid() != int(sys.argv[2]):\n"
+         "    sys.exit(0)\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n")
+
+
+class _Spinner:
+    """A process spinning on one CPU for the length of a `with` block."""
+
+    def __init__(self, cpu: int | None):
+        self.cpu, self.proc = cpu, None
+
+    def __enter__(self):
+        if self.cpu is not None:
+            self.proc = subprocess.Popen([sys.executable, "-c", _SPIN, str(self.cpu), str(os.getpid())])
+            time.sleep(0.2)  # on its CPU before the reads start
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"device_load: the spinner on CPU {self.cpu} exited with "
+                                   f"{self.proc.returncode}")
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def run(filename, *, think_us: Sequence[float] = (0, 40), runtime: float = 3, repeats: int = 3,
+        size: str | int = "1g", progress: bool = True, root=None, scale: str | None = None) -> pd.DataFrame:
+    """Measure every (think time, neighbour) setting `repeats` times, order rotated per repetition.
+
+    One row per run: think_us, neighbour, rep, reader_cpu, busy_cpu (None when idle), and from
+    rxlab.core.metrics iops, io.lat, cpuPer, runqPer, plus lat_us (fio's mean latency) and
+    busy_vcpus (the CPUs busy on average, from /proc/stat). Needs two CPUs; the reader runs on
+    the CPU that takes the disk's interrupts (the first allowed CPU where those cannot be
+    found). With `root`, every run is also stored (tool rxlab-fio, name
+    device-load-<neighbour>-t<think>, one `study` id) and its directory is in `run`.
+    """
+
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        raise ValueError(f"device_load: needs at least 2 CPUs, this process may use {allowed}")
+    if repeats < 1 or runtime <= 0:
+        raise ValueError(f"device_load: repeats={repeats} and runtime={runtime} must be >= 1 and > 0")
+    thinks = [float(t) for t in think_us]
+    if not thinks or any(t < 0 or not np.isfinite(t) for t in thinks):
+        raise ValueError(f"device_load: think_us={list(think_us)!r}: give one or more times >= 0 (us)")
+    fio.layout(filename, fio.parse_size(size))
+    irq_cpu = busiest_irq_cpu(filename)
+    if irq_cpu not in allowed:  # interrupts not found (or elsewhere): the reader on the first CPU we may use
+        irq_cpu = allowed[0]
+    other = next(c for c in allowed if c != irq_cpu)
+    plan = [(t, n) for n in NEIGHBOURS for t in thinks]
+    study = time.strftime("%Y%m%dT%H%M%S") + "-device-load"
+    rows = []
+    bar = tqdm(total=repeats * len(plan), desc="device load", disable=not progress, unit="run")
+    for rep in range(repeats):
+        k = rep % len(plan)
+        for think, neighbour in plan[k:] + plan[:k]:
+            kw = {"runtime": runtime, "ramp_time": 0.5, "size": size, "cpus_allowed": str(irq_cpu),
+                  "thinktime": think, "thinktime_spin": think}
+            with _Spinner(other if neighbour == "busy" else None):
+                out = fio.run(filename, **kw)
+            total = out[-1]
+            sc = metrics.seed_columns([total]).iloc[0]
+            stored = None
+            if root is not None:
+                meta = {"tool": "rxlab-fio", "name": f"device-load-{neighbour}-t{think:g}", "study": study,
+                        "rep": rep, "neighbour": neighbour, **({"scale": scale} if scale else {})}
+                stored = str(fio.store_rows(root, filename, out, meta, **kw))
+            cpu_total = total.get("system_cpu.total") or np.nan
+            rows.append({"think_us": think, "neighbour": neighbour, "rep": rep, "reader_cpu": irq_cpu,
+                         "busy_cpu": other if neighbour == "busy" else None, "iops": sc["iops"],
+                         "io.lat": sc["io.lat"], "lat_us": total["lat_mean_us"], "cpuPer": sc["cpuPer"],
+                         "runqPer": sc["runqPer"],
+                         "busy_vcpus": total.get("system_cpu.busy", np.nan) / cpu_total * len(allowed),
+                         "run": stored})
+            bar.update()
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+def measure(directory=None, *, size: int = 1 << 30, runtime: float = 3, repeats: int = 3,
+            think_us: Sequence[float] = (0, 40), root=None, progress: bool = True,
+            scale: str | None = None) -> pd.DataFrame:
+    """`run` on a file of `size` bytes laid out in `directory` (default: a temporary directory),
+    deleted afterwards; every run stored under `root` (default: the store's)."""
+
+    with fio.scratch_file(directory, "device-load") as f:
+        return run(f, think_us=think_us, runtime=runtime, repeats=repeats, size=size, progress=progress,
+                   root=root if root is not None else store.default_root(), scale=scale)
+
+
+def summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Medians per (think_us, neighbour), with the repetitions' io.lat range and count."""
+    if df.empty:
+        raise ValueError("device_load.summary: no rows")
+    cols = ["iops", "io.lat", "lat_us", "cpuPer", "runqPer", "busy_vcpus"]
+    g = df.groupby(["think_us", "neighbour"], sort=True)
+    out = g[cols].median()
+    out["io.lat_min"], out["io.lat_max"], out["n"] = g["io.lat"].min(), g["io.lat"].max(), g.size()
+    out = out.reset_index()
+    out["neighbour"] = pd.Categorical(out["neighbour"], NEIGHBOURS, ordered=True)
+    return out.sort_values(["think_us", "neighbour"]).reset_index(drop=True).astype({"neighbour": str})
+
+
+def findings(s: pd.DataFrame) -> str:
+    """What the medians show, in numbers (markdown bullets)."""
+    by = s.set_index(["think_us", "neighbour"])
+    at = by["io.lat"]
+    thinks = sorted(s["think_us"].unique())
+    lo = thinks[0]
+
+    def verdict(a, b, slower: str) -> str:
+        """`slower` when a's repetitions all lie above b's, else say the two overlap."""
+        ra, rb = by.loc[a, ["io.lat_min", "io.lat_max"]], by.loc[b, ["io.lat_min", "io.lat_max"]]
+        if ra["io.lat_min"] > rb["io.lat_max"]:
+            return slower
+        return (f"within the repetitions' spread ({ra['io.lat_min']:.1f}-{ra['io.lat_max']:.1f} against "
+                f"{rb['io.lat_min']:.1f}-{rb['io.lat_max']:.1f} us), so no effect is shown")
+
+    lines = []
+    if (lo, "idle") in at.index:
+        base = at[(lo, "idle")]
+        for t in thinks[1:]:
+            if (t, "idle") in at.index:
+                lines.append(f"- The reader spinning {t:g} us between reads, the other CPU idle: iostat's "
+                             f"read latency {at[(t, 'idle')]:.1f} us against {base:.1f} us at {lo:g} us "
+                             f"({at[(t, 'idle')] - base:+.1f} us per read): "
+                             + verdict((t, "idle"), (lo, "idle"), "the longer the reader works between "
+                                       "reads, the slower the disk answers") + ".")
+        for t in thinks:
+            if (t, "busy") in at.index and (t, "idle") in at.index:
+                busy, idle = at[(t, "busy")], at[(t, "idle")]
+                lines.append(f"- Thinking {t:g} us, the other CPU busy: {busy:.1f} us against {idle:.1f} us "
+                             f"idle ({busy - idle:+.1f} us per read): "
+                             + verdict((t, "busy"), (t, "idle"), "a busy vCPU slows the emulated disk though "
+                                       "it does no IO") + ".")
+    if lines:
+        lines.append("- fio at queue depth 1 with nothing else running is the disk at its fastest. A "
+                     "reader with a query's CPU between its reads, or beside other busy readers, gets a "
+                     "slower disk, which a device term taken from that fio run cannot know.")
+    else:
+        lines.append("- Not enough settings ran to compare.")
+    return "\n".join(lines)
+
+
+def fig_device_load(s: pd.DataFrame):
+    """iostat's read latency per think time, the other CPU idle and busy (range of repetitions)."""
+    fig, ax = figures.figure(aspect=0.62)
+    thinks = sorted(s["think_us"].unique())
+    x = np.arange(len(thinks))
+    width = 0.38
+    for i, (n, color) in enumerate(zip(NEIGHBOURS, ("#0072b2", "#d55e00"), strict=True)):
+        d = s[s["neighbour"] == n].set_index("think_us").reindex(thinks)
+        err = np.vstack([d["io.lat"] - d["io.lat_min"], d["io.lat_max"] - d["io.lat"]])
+        ax.bar(x + (i - 0.5) * width, d["io.lat"], width, yerr=err, color=color, capsize=2,
+               label=f"other CPU {n}")
+    ax.set_xticks(x, [f"{t:g}" for t in thinks])
+    ax.set_xlabel("reader's CPU work between reads (us, spinning)")
+    ax.set_ylabel("iostat read latency (us)")
+    ax.set_ylim(0, float(s["io.lat_max"].max()) * 1.15)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2)
+    ax.set_title("fio sync qd1 on the interrupt's CPU, by the vCPUs' load")
+    return fig

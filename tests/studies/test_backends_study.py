@@ -1,0 +1,261 @@
+"""rxlab.studies.backends: parameters, the plan, one real tiny study through the store, tables and figures.
+
+The study runs for real (RocksDB on posix and io_uring, a 5 MB DB, the local
+and remote cases, one repetition, 0.1 s per timed read step) into a tmp
+store; everything downstream (study_frame, load_study, the tables with the
+report's numbers beside, the five figures) is checked on it.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rxlab import studies
+from rxlab.bench import driver
+from rxlab.core import published, store
+from rxlab.core.study import manifest
+from rxlab.studies.backends import STUDY, params, parts, tables, zippydb_options
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture(autouse=True)
+def _repo_data(monkeypatch):
+    monkeypatch.delenv("RXLAB_DATA", raising=False)
+
+
+# ------------------------------------------------------------------ parameters
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"scale": "huge"}, "scale='huge': allowed are smoke, small, full"),
+    ({"backends": ["posix", "nosuch"]}, "backends='nosuch': unknown engine 'nosuch'"),
+    ({"backends": ["posix", "posix"]}, "backends=['posix', 'posix']: expected a non-empty list of distinct"),
+    ({"backends": ["posix?delay_us=5"]}, "give the delay through the delay_us parameter"),
+    ({"threads": 0}, "threads=0: expected an integer 1..64"),
+    ({"threads": [1, 2]}, "threads=[1, 2]: expected an integer 1..64"),
+    ({"repeats": 0}, "repeats=0: expected None (the scale's) or an integer 1..100"),
+    ({"duration": -1}, "duration=-1: expected None"),
+    ({"device_cases": ["remote"]}, "device_cases=['remote']: must include 'local'"),
+    ({"device_cases": ["local", "mars"]},
+     "device_cases=['local', 'mars']: expected a list of distinct names"),
+    ({"backends": ["default"], "device_cases": ["local", "remote"]},
+     "device_cases=['local', 'remote']: emulated cases need an rxlab engine"),
+    ({"case_delays": {"far": [10, 20]}},
+     "case_delays={'far': [10, 20]}: expected {name: [delay_us, jitter_us]}"),
+    ({"case_delays": {"Far": [10, 0]}}, "case_delays={'Far': [10, 0]}"),
+    ({"nosuch": 1}, "unknown parameter 'nosuch': allowed are scale, backends, threads"),
+])
+def test_a_bad_parameter_is_one_line_naming_it(kw, message):
+    with pytest.raises(ValueError) as e:
+        STUDY.params(**{"scale": "smoke", **kw})
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_cases_come_from_the_report_and_can_be_added():
+    p = STUDY.params(scale="smoke", device_cases=["local", "remote", "far"],
+                                 case_delays={"far": [1000, 100]})
+    t = p.cases_table()
+    assert list(t.index) == ["local", "remote", "far"]
+    assert (t.loc["remote", "delay_us"], t.loc["remote", "jitter_us"]) == (165, 77)
+    assert t.loc["remote", "read completes no earlier than"] == "88 to 242 us"
+    assert "164.97" in t.loc["remote", "from"] and "242.49" in t.loc["remote", "from"]
+    assert t.loc["far", "delay_us"] == 1000 and "default" not in t.loc["far", "backends"]
+    assert "default" in t.loc["local", "backends"]
+    # the report's percentiles that the cases are taken from are the published ones
+    lat = published.load("lab_latency")
+    remote = lat[(lat["setup"] == "remote") & (lat["workload"] == "readrandom") & (lat["engine"] == "posix")]
+    assert set(remote["value"]) == {164.97, 242.49}
+    assert params.with_case("io_uring?sqpoll=1", params.DEVICE_CASES["remote"]) == \
+        "io_uring?sqpoll=1&delay_us=165&jitter_us=77"
+    assert params.with_case("posix", params.DEVICE_CASES["local"]) == "posix"
+
+
+def test_zippydb_options_are_the_report_command_and_the_driver_takes_them():
+    z = zippydb_options()
+    assert z["mix_get_ratio"] == 0.85 and z["mix_put_ratio"] == 0.14 and z["mix_seek_ratio"] == 0.01
+    assert z["keyrange_num"] == 30 and z["value_sigma"] == 25.45 and z["perf_level"] == 2
+    assert set(z) <= set(driver.STEP_FIELDS)
+    assert not {"key_size", "num", "reads"} & set(z)   # the DB's own 16-byte keys are read
+
+
+def test_the_sequence_splits_where_db_bench_starts_a_fresh_db():
+    s = STUDY.params(scale="smoke").settings()
+    split = parts(s)
+    names = [[st["name"] for st in p] for p in split]
+    assert [n for p in names for n in p] == driver.SEQUENCES["lab_report"]
+    assert names == [["fillseq"], ["fillrandom", "readrandom", "readseq", "mixgraph"]]
+    assert all(p[0]["threads"] == 1 for p in split)
+    readseq = next(st for st in split[1] if st["name"] == "readseq")
+    assert readseq["duration"] == 0 and readseq["ops"] == s.num
+
+
+def test_the_plan_rotates_cases_and_backends_each_repetition():
+    p = STUDY.params(scale="smoke", repeats=3)
+    plan = STUDY.plan(p)
+    first = plan.drop_duplicates(["rep", "case"]).groupby("rep")["case"].first().tolist()
+    assert first == ["local", "virtual", "remote"]
+    starts = plan.drop_duplicates(["rep", "case", "backend"])
+    local0 = starts[(starts["rep"] == 0) & (starts["case"] == "local")]["backend"].tolist()
+    local1 = starts[(starts["rep"] == 1) & (starts["case"] == "local")]["backend"].tolist()
+    assert local0 == ["default", "posix", "libaio", "io_uring"]
+    assert local1 == ["posix", "libaio", "io_uring", "default"]
+    assert "default" not in set(plan.loc[plan["case"] != "local", "backend"])
+    per = plan.groupby(["rep", "case", "backend"])["part"].apply(list)
+    assert (per.map(lambda x: x == ["fillseq", "fillrandom"])).all()
+    assert len(plan) == 3 * (4 + 3 + 3) * 2
+
+
+# ------------------------------------------------------------------ a real tiny study
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    root = tmp_path_factory.mktemp("labruns")
+    p = STUDY.params(scale="smoke", backends=["posix", "io_uring"], device_cases=["local", "remote"],
+                     duration=0.1, db_dir=str(tmp_path_factory.mktemp("labdb")))
+    res = STUDY.run(p, root=root, progress=False)
+    return p, res
+
+
+def test_every_run_is_stored_and_found_again(study):
+    p, res = study
+    assert len(res.runs) == len(STUDY.plan(p)) == 8
+    assert all(store.is_complete(r) for r in res.runs)
+    f = res.frame
+    assert set(f["case"]) == {"local", "remote"} and set(f["backend"]) == {"posix", "io_uring"}
+    remote = f[f["case"] == "remote"]
+    assert (remote["delay_us"] == 165).all() and (remote["jitter_us"] == 77).all()
+    assert remote["backend_uri"].str.contains("delay_us=165&jitter_us=77").all()
+    assert set(f["test"]) == {"fillseq", "fillrandom", "readrandom", "readseq", "mixgraph"}
+    again = STUDY.load(res.root)
+    assert again is not None and again.study == res.study and len(again.frame) == len(f)
+    assert again.backends == res.backends == ["posix", "io_uring"] and again.cases == ["local", "remote"]
+    assert STUDY.load(res.root, study="20000101T000000abcd") is None
+    m = manifest(res.root, res.study)
+    assert m["status"] == "complete" and m["study"] == "backends" and len(m["runs"]) == 8
+    assert m["params"]["backends"] == ["posix", "io_uring"] and m["scale"] == "smoke"
+    # the DB directory is gone, the results stay
+    assert not list(Path(p.db_dir).glob("lab-db-*"))
+
+
+def test_mbps_is_db_bench_bytes_per_second(study):
+    _, res = study
+    f = res.frame
+    fills = f[f["test"].isin(["fillseq", "fillrandom"])]
+    # a fill writes num keys of 16 + 1000 bytes, as db_bench counts them
+    assert (fills["bytes"] == fills["ops"] * (16 + 1000)).all()
+    np.testing.assert_allclose(fills["mbps"], fills["ops"] * 1016 / 2**20 / fills["wall_s"])
+    rr = f[f["test"] == "readrandom"]
+    assert ((rr["bytes"] == rr["found"] * 1016) & (rr["found"] < rr["ops"])).all()  # fillrandom left gaps
+    seq = f[f["test"] == "readseq"]
+    assert (seq["ops"] == seq["found"]).all() and (seq["ops"] < 5000).all()   # one pass over ~63% of keys
+
+
+def test_the_remote_case_slows_device_reads(study):
+    _, res = study
+    f = res.frame
+    rr = f[f["test"] == "readrandom"].set_index(["case", "backend"])
+    for b in ("posix", "io_uring"):
+        # reads that reach the device take at least 88 us in the remote case: its p90 is far above local's
+        assert rr.loc[("remote", b), "p90_us"] > 88
+        assert rr.loc[("remote", b), "fs.reads"] > 0
+
+
+def test_tables_put_the_report_beside(study):
+    _, res = study
+    thr = tables.throughput_table(res, "local")
+    assert set(thr["test"]) == set(tables.LOCAL_TESTS) and (thr["n"] == 1).all()
+    row = thr[(thr["test"] == "fillseq") & (thr["backend"] == "posix")].iloc[0]
+    assert (row["published MB/s"], row["published max"], row["published for"]) == (62.0, 64.0, "posix|libaio")
+    row = thr[(thr["test"] == "readseq") & (thr["backend"] == "io_uring")].iloc[0]
+    assert row["published MB/s"] == 66.0 and row["figure"] == "Figure 3"
+    lat = tables.latency_pivot(res, "remote", tables.CLUSTER_TESTS)
+    r = lat[(lat["test"] == "readrandom") & (lat["backend"] == "posix")].iloc[0]
+    assert r["report"] == "p99 164.97; p99.9 242.49" and r["p99 us"] > 0
+    z = STUDY.table("zippydb", res)
+    assert z.set_index("backend").loc["posix", "published MB/s"] == 131.0
+    assert z.set_index("backend").loc["io_uring", "published latency us"] == 13.4
+    e = STUDY.table("emulated", res)
+    assert set(e["case"]) == {"local", "remote"}
+    pub = e[(e["case"] == "remote") & (e["test"] == "readrandom")].set_index("backend")["published MB/s"]
+    assert pub.to_dict() == {"posix": 50.8, "io_uring": 91.3}
+    hw = STUDY.table("hardware", res)
+    assert (hw["source"] == params.SEED_FILE).sum() == 3 and hw["source"].iloc[-1] == "local"
+    text = STUDY.findings(res)
+    assert "the report (Figure 3): posix and libaio 62-64" in text and "Figure 4" in text
+
+
+def test_the_five_figures_are_drawn_from_their_tables_and_saved_with_portable_ids(study, tmp_path):
+    _, res = study
+    assert list(STUDY.figures) == ["lab_throughput", "lab_latency", "lab_zippydb", "lab_emulated_throughput",
+                                   "lab_emulated_latency"]
+    for name in STUDY.figures:
+        STUDY.figure(name, res, directory=tmp_path)
+        side = json.loads((tmp_path / f"{name}.json").read_text())
+        assert side["runs"] == res.run_ids and len(side["runs"]) == 8
+        assert side["study"] == "backends" and side["study_id"] == res.study and side["scale"] == "smoke"
+        assert f"{params.SEED_FILE}: lab_throughput" in side["published_sources"]
+        assert side["rocksdb_builds"] and "/" not in json.dumps(side["runs"])
+        table = pd.read_csv(tmp_path / f"{name}.csv")
+        assert len(table) == side["table"]["rows"] > 0
+        assert all((tmp_path / f"{name}.{x}").stat().st_size > 0 for x in ("pdf", "svg", "png"))
+    # the bars' table: a median, a dot per repetition and the report's number where it gives one
+    t = pd.read_csv(tmp_path / "lab_throughput.csv")
+    fs = t[(t["test"] == "fillseq") & (t["backend"] == "posix")].set_index("kind")
+    assert set(fs.index) == {"median", "rep", "published"}
+    assert (fs.loc["published", "value"], fs.loc["published", "value_max"]) == (62.0, 64.0)
+    # the emulated latency keeps the local case as the dashed reference and the remote case's report numbers
+    e = pd.read_csv(tmp_path / "lab_emulated_latency.csv")
+    assert set(e["case"]) == {"local", "remote"}
+    rr = e[(e["case"] == "remote") & (e["test"] == "readrandom") & (e["kind"] == "published")
+           & (e["backend"] == "posix")]
+    assert set(rr["us"]) == {164.97, 242.49}
+
+
+def test_the_study_is_in_the_registry_and_its_outputs_are_written(study, tmp_path):
+    _, res = study
+    assert studies.get("backends") is STUDY and studies.get("30") is STUDY
+    assert studies.figure_owner("lab_zippydb") is STUDY
+    with pytest.raises(ValueError, match="study 'nosuch': known are .*backends"):
+        studies.get("nosuch")
+    done = STUDY.save_outputs(res, tmp_path)
+    assert done["figures"] == list(STUDY.figures) and not done["failed"]
+    names = {p.name for p in (tmp_path / "tables").iterdir()}
+    assert {"backends_throughput.tex", "backends_throughput.md", "backends_throughput.csv"} <= names
+    tex = (tmp_path / "tables" / "backends_throughput.tex").read_text()
+    assert "\\toprule" in tex and "published MB/s" in tex
+    assert "Figure 3" in (tmp_path / "findings.md").read_text()
+
+
+def test_study_frame_ignores_other_runs(tmp_path):
+    with store.RunWriter(tmp_path, {"name": "not-a-lab-run", "backend": "posix"}, {"hostname": "h"}) as w:
+        w.add_step({"name": "fillseq", "ops": 1, "wall_s": 1.0, "bytes": 1016})
+    assert STUDY.frame(store.catalog(tmp_path)).empty
+    assert STUDY.load(tmp_path) is None
+
+
+def test_an_interrupted_study_is_marked_and_never_loaded(tmp_path, monkeypatch):
+    """Ctrl-C after the first run: the run stays in the store, the manifest says interrupted, the scratch
+    directory is gone, and `load` does not return the half study."""
+    p = STUDY.params(scale="smoke", backends=["posix"], device_cases=["local"], duration=0.1,
+                     db_dir=str(tmp_path / "db"))
+    real = type(STUDY).run_one
+    calls = []
+
+    def one_then_interrupt(self, ctx, row):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(row)
+        return real(self, ctx, row)
+
+    monkeypatch.setattr(type(STUDY), "run_one", one_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        STUDY.run(p, root=tmp_path / "runs", progress=False)
+    ids = [m.stem for m in (tmp_path / "runs" / ".studies").glob("*.json")]
+    assert len(ids) == 1 and manifest(tmp_path / "runs", ids[0])["status"] == "interrupted"
+    assert len(store.list_runs(tmp_path / "runs")) == 1
+    assert not list((tmp_path / "db").iterdir())
+    assert STUDY.load(tmp_path / "runs") is None
