@@ -40,7 +40,8 @@ MOVED: dict[str, tuple[str, ...]] = {
     "start": ("rxlab.studies.quickstart.study",),
     "ioeff": ("rxlab.studies.io_efficiency.study", "rxlab.studies.perf_model.analysis"),
     "ioeff_tuning": ("rxlab.studies.io_efficiency_tuning.study",),
-    "labreport": ("rxlab.studies.backends.study",),
+    "labreport": ("rxlab.studies.backends", "rxlab.studies.backends.params", "rxlab.studies.backends.tables",
+                  "rxlab.studies.backends.findings"),
     "asyncio_study": ("rxlab.studies.async_io.study",),
     "tracing": ("rxlab.studies.tracing_overhead.study",),
     "readahead": ("rxlab.studies.compaction_readahead.study", "rxlab.core.cgroup"),
@@ -57,11 +58,41 @@ def _warn(old: str, new: str) -> None:
 
 
 class _Forwarding(types.ModuleType):
-    """An old module split in several: its names are looked up in each new module, in order."""
+    """An old module split in several: its names are looked up in each new module, in order.
+
+    For a study, the old module-level entry points map onto its Study: run_study(params, root,
+    progress) runs it, load_study(root, ...) loads one, study_frame(catalog) and plan(params) are
+    its frame and plan, and fig_<x>(result) draws the study's figure whose name ends in _<x> (the shortest)."""
 
     def __init__(self, old: str, targets: tuple[str, ...]):
         super().__init__(f"rxlab.{old}")
         self._old, self._targets = old, targets
+
+    def _study(self):
+        for t in self._targets:
+            study = getattr(importlib.import_module(t), "STUDY", None)
+            if study is not None:
+                return study
+        return None
+
+    def _study_entry(self, name: str):
+        study = self._study()
+        if study is None:
+            return None
+        if name == "run_study":
+            return lambda params, root=None, progress=True: study.run(params, root, progress=progress)
+        if name == "load_study":
+            return study.load
+        if name == "study_frame":
+            return study.frame
+        if name == "plan":
+            return study.plan
+        if name.startswith("fig_"):
+            # fig_throughput -> lab_throughput (the shortest name ending so, not lab_emulated_throughput)
+            want = sorted((f for f in study.figures if f == name[4:] or f.endswith("_" + name[4:])), key=len)
+            if want:
+                return lambda result, *a, **kw: study.figure(want[0], result, save=False)
+        return None
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
@@ -70,6 +101,9 @@ class _Forwarding(types.ModuleType):
             mod = importlib.import_module(t)
             if hasattr(mod, name):
                 return getattr(mod, name)
+        entry = self._study_entry(name)
+        if entry is not None:
+            return entry
         raise AttributeError(f"module rxlab.{self._old} (now {', '.join(self._targets)}) has no {name!r}")
 
     def __dir__(self):

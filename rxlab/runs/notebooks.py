@@ -1,12 +1,10 @@
 """The notebooks as a set, and running one with papermill.
 
-Every notebook in notebooks/ declares in its metadata, under "rxlab", the
-figures it saves and the seed document it reproduces:
-
-    "rxlab": {"figures": ["ioeff_qps", ...], "seed": "blog-2025-10-23-....txt"}
-
-`notebook_index()` reads that; tests, `rxlab report` and the figures index
-use it, so adding a notebook is one file.
+A study's notebook is named by its study (`Study.notebook`); what it draws
+and which seed it reproduces come from the study registry (rxlab.studies),
+so `rxlab report`, `rxlab sweep`, the figures index and the tests all read
+one source. A notebook that belongs to no study (an exploration notebook)
+is run too and draws no registered figure.
 """
 from __future__ import annotations
 
@@ -18,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from rxlab import studies
 from rxlab.core import store
 from rxlab.core.paths import REPO
 
@@ -28,27 +27,34 @@ NOTEBOOKS_DIR = REPO / "notebooks"
 class NotebookInfo:
     name: str            # file stem, e.g. 10_io_efficiency
     path: Path
-    figures: tuple       # figure stems it saves
+    figures: tuple       # figure stems it saves (its study's)
     seed: str | None     # the seed document's file name in ../shared/seeds/
+    study: str | None = None   # the study it runs (None: an exploration notebook)
 
 
 def notebook_index(directory: str | Path = NOTEBOOKS_DIR) -> list[NotebookInfo]:
     """The notebooks in run order (their file names sort in that order)."""
+    by_notebook = {s.notebook: s for s in studies.every()}
     out = []
     for p in sorted(Path(directory).glob("[0-9][0-9]_*.ipynb")):
+        s = by_notebook.get(p.stem)
+        if s is not None:
+            out.append(NotebookInfo(p.stem, p, tuple(s.figures), s.seed, s.name))
+            continue
+        # not (yet) a registered study: what its metadata declares
         meta = json.loads(p.read_text()).get("metadata", {}).get("rxlab", {})
         out.append(NotebookInfo(p.stem, p, tuple(meta.get("figures", ())), meta.get("seed")))
     return out
 
 
 def resolve_notebook(name: str | Path, directory: str | Path = NOTEBOOKS_DIR) -> Path:
-    """A notebook by path, file stem ("10_io_efficiency") or number ("10")."""
+    """A notebook by path, file stem ("10_io_efficiency"), number ("10") or study name ("backends")."""
     p = Path(name)
     if p.suffix == ".ipynb" and p.is_file():
         return p.resolve()
     known = notebook_index(directory)
     for nb in known:
-        if str(name) in (nb.name, nb.path.name, nb.name.split("_", 1)[0]):
+        if str(name) in (nb.name, nb.path.name, nb.name.split("_", 1)[0], nb.study):
             return nb.path
     raise ValueError(f"notebook {str(name)!r}: not a file; known are {', '.join(nb.name for nb in known)}")
 

@@ -105,7 +105,7 @@ def readonly_reader(name: str, db: Path, num: int, threads: int, *, seed: int,
     if fs_uri:
         flags["fs_uri"] = fs_uri
         env["LD_PRELOAD"] = str(plugin_path())
-    return Contender(name, [str(active_build() / "bin" / "db_bench"), *references._flag_list(flags)], env)
+    return Contender(name, [str(active_build() / "bin" / "db_bench"), *references.flag_list(flags)], env)
 
 
 SECTIONS = ("readrandom", "multireadrandom", "seekrandom", "counters")
@@ -192,7 +192,7 @@ class Bench:
         flags.pop("histogram")
         if fs_uri:
             flags["fs_uri"] = fs_uri
-        offsets = read_buffer_offsets(active_build() / "bin" / "db_bench", references._flag_list(flags),
+        offsets = read_buffer_offsets(active_build() / "bin" / "db_bench", references.flag_list(flags),
                                       preload=plugin_path() if fs_uri else None, cpus=self.cpus_allowed)
         if not offsets:
             return "unknown (no 8 KiB pread traced)"
@@ -687,7 +687,7 @@ def _profiled_db_bench(flags: dict, fs_uri: str | None, data: Path, *, frequency
     if fs_uri:  # LD_PRELOAD right before db_bench: perf itself must not load the plugin
         cmd += ["env", f"LD_PRELOAD={plugin_path()}"]
         flags = {**flags, "fs_uri": fs_uri}
-    cmd += [str(active_build() / "bin" / "db_bench"), *references._flag_list(flags)]
+    cmd += [str(active_build() / "bin" / "db_bench"), *references.flag_list(flags)]
     p = perf_record(cmd, data, frequency=frequency, timeout=float(flags["duration"]) * 10 + 120,
                     what=f"db_bench on {fs_uri or 'default'}")
     rows = references.parse_db_bench(p.stdout)

@@ -267,7 +267,7 @@ def profile(root: Path, threads: int = 1, duration: float = 8, frequency: int = 
              "threads": threads, "duration": int(duration)}
     commands = {
         "rxlab": [sys.executable, "-c", _RXLAB_STEP, str(db), str(num), str(threads), str(duration)],
-        "db_bench": [str(active_build() / "bin" / "db_bench"), *references._flag_list(flags)],
+        "db_bench": [str(active_build() / "bin" / "db_bench"), *references.flag_list(flags)],
     }
     cols = {}
     with tempfile.TemporaryDirectory(prefix="rxlab-profile-") as tmp:
@@ -351,7 +351,7 @@ def window(root: Path, threads: tuple[int, ...] = (1, 2), repeats: int = 4, *, d
             env = dict(os.environ)
             if fs_uri:
                 flags["fs_uri"] = fs_uri
-            cmds = {"db_bench": ([str(active_build() / "bin" / "db_bench"), *references._flag_list(flags)],
+            cmds = {"db_bench": ([str(active_build() / "bin" / "db_bench"), *references.flag_list(flags)],
                                  {**env, "LD_PRELOAD": str(plugin_path())} if fs_uri else env),
                     "rxlab": ([sys.executable, "-c", _RXLAB_STEP, str(db), str(num), str(t),
                                str(math.ceil(duration)), fs_uri or ""], env)}
