@@ -7,6 +7,7 @@ import os
 import re
 import sys
 
+from rxlab.cli import figure as figure_cli
 from rxlab.cli import study as study_cli
 
 
@@ -582,6 +583,7 @@ def main(argv=None) -> int:
     rp.add_argument("--quiet", action="store_true")
     rp.set_defaults(fn=_report)
     study_cli.add_parser(sub)
+    figure_cli.add_parser(sub)
     sub.add_parser("bench", help="db_bench workloads in-process; db_bench's flags (rxlab bench --help)")
     sub.add_parser("fio", help="rxlab's raw-IO baseline; fio's flags (rxlab fio --help)")
 

@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -28,7 +29,7 @@ import matplotlib
 # A headless process draws with Agg; a notebook or a desktop keeps the backend it chose.
 if os.environ.get("MPLBACKEND") is None and not os.environ.get("DISPLAY"):
     matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402 - after the backend is chosen
+import matplotlib.pyplot as plt
 import pandas as pd
 
 from rxlab.core import sysinfo
@@ -96,6 +97,7 @@ def paper_style(style: str | None = None) -> None:
         "pdf.fonttype": 42,  # TrueType in PDFs: editable text, accepted by publishers
         "ps.fonttype": 42,
         "svg.fonttype": "none",
+        "svg.hashsalt": "rxlab",  # fixed ids in the SVG: the same drawing gives the same file
     })
 
 
@@ -118,10 +120,14 @@ def layout(width: str | None = None, aspect: float | None = None, style: str | N
         _LAYOUT.update(old)
 
 
+# Slides are seen from afar: a larger canvas, and text larger still in proportion (1.5 against 1.4).
+SLIDES_CANVAS = 1.4
+
+
 def figure(width: str = "column", aspect: float = 0.68, **kw):
     """A new figure sized for a column ("column") or the page ("page"); `layout()` overrides both."""
     paper_style()
-    w = WIDTHS[_LAYOUT["width"] or width]
+    w = WIDTHS[_LAYOUT["width"] or width] * (SLIDES_CANVAS if _LAYOUT["style"] == "slides" else 1.0)
     return plt.subplots(figsize=(w, w * (_LAYOUT["aspect"] or aspect)), **kw)
 
 
@@ -129,9 +135,11 @@ def figures_dir() -> Path:
     return Path(os.environ.get("RXLAB_FIGURES", REPO / "figures"))
 
 
-def table_hash(table: pd.DataFrame) -> str:
-    """SHA-256 of the table as saved (its CSV text): the same data gives the same hash."""
-    return hashlib.sha256(table.to_csv(index=False).encode()).hexdigest()
+def table_hash(table: pd.DataFrame | str | os.PathLike) -> str:
+    """SHA-256 of a table's CSV text: of a saved file's bytes, or of a DataFrame as `save` writes it."""
+    if isinstance(table, pd.DataFrame):
+        return hashlib.sha256(table.to_csv(index=False).encode()).hexdigest()
+    return hashlib.sha256(Path(table).read_bytes()).hexdigest()
 
 
 def _portable_environment() -> dict:
@@ -145,10 +153,12 @@ def save(fig, name: str, *, table: pd.DataFrame | None = None, draw_args: Mappin
          study: str | None = None, study_id: str | None = None, runs: Iterable = (),
          builds: Iterable[str] = (), scale: str | None = None, published: Iterable[str] = (), notes: str = "",
          directory: str | os.PathLike | None = None, formats: Iterable[str] = FORMATS,
-         close: bool = True) -> dict[str, Path]:
+         close: bool = True, table_file: str | os.PathLike | None = None) -> dict[str, Path]:
     """Write <name>.{pdf,svg,png}, <name>.csv (the table drawn) and <name>.json; returns the paths.
 
-    `runs` are run ids (a path is reduced to its last part: the id in its store).
+    `runs` are run ids (a path is reduced to its last part: the id in its store). A redraw passes
+    the saved CSV as `table_file` instead of `table`: it is kept byte for byte (copied when the
+    figure goes elsewhere), so its hash stays the one the study recorded.
     """
     if not name or "/" in name or name.startswith("."):
         raise ValueError(f"figure name {name!r}: use a plain file stem such as 'ioeff_qps'")
@@ -181,11 +191,19 @@ def save(fig, name: str, *, table: pd.DataFrame | None = None, draw_args: Mappin
         "rxlab_commit": (git := sysinfo.git_info()).get("git_commit"),
         "git_dirty": git.get("git_dirty"),
     }
-    if table is not None:
+    if table is not None or table_file is not None:
         t = out / f"{name}.csv"
-        table.to_csv(t, index=False)
-        side["table"] = {"file": t.name, "sha256": table_hash(table), "rows": len(table),
-                         "columns": [str(c) for c in table.columns]}
+        if table_file is None:
+            table.to_csv(t, index=False)
+        elif Path(table_file).resolve() != t.resolve():
+            shutil.copyfile(table_file, t)
+        head = pd.read_csv(t, nrows=0).columns if table is None else table.columns
+        if table is not None:
+            rows = len(table)
+        else:
+            with t.open() as fh:
+                rows = sum(1 for _ in fh) - 1
+        side["table"] = {"file": t.name, "sha256": table_hash(t), "rows": rows, "columns": [str(c) for c in head]}
         paths["csv"] = t
     p = out / f"{name}.json"
     p.write_text(json.dumps(side, indent=1, default=str) + "\n")

@@ -1,0 +1,116 @@
+"""A study's runs in one file, and that file loaded into another results store.
+
+`archive_study` packs every run of a study (their run.json and Parquet
+tables, as stored) and the study's manifest into one .tar.gz with an
+ARCHIVE.json that lists them; `import_archive` unpacks it into another store
+through a temporary directory and renames each run into place, so a reader of
+that store sees a run whole or not at all. A run id that is already there is
+left as it is and reported (the same id is the same run). Nothing outside the
+store is written: members with absolute paths or `..` are refused.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from rxlab.core import store
+from rxlab.core.study import MANIFESTS, manifest
+from rxlab.core.sysinfo import rxlab_version
+
+__all__ = ["ARCHIVE_FORMAT", "archive_study", "import_archive", "study_runs"]
+
+ARCHIVE_FORMAT = 1
+INDEX = "ARCHIVE.json"
+
+
+def study_runs(study_id: str, root: str | os.PathLike | None = None) -> list[str]:
+    """The run ids of a study: from its manifest, else every complete run whose name carries its id."""
+    root = Path(root) if root is not None else store.default_root()
+    m = manifest(root, study_id)
+    if m is not None:
+        return [r for r in m.get("runs", []) if store.is_complete(root / r)]
+    runs = store.list_runs(root)
+    if runs.empty:
+        return []
+    named = runs[runs["name"].astype(str).str.contains(str(study_id), regex=False)]
+    return named["run_id"].astype(str).tolist()
+
+
+def archive_study(study_id: str, root: str | os.PathLike | None = None,
+                  out: str | os.PathLike | None = None) -> Path:
+    """Write <out> (default ./<study_id>.rxlab.tar.gz) holding the study's runs and manifest."""
+    root = Path(root) if root is not None else store.default_root()
+    runs = study_runs(study_id, root)
+    if not runs:
+        raise ValueError(f"study {study_id!r}: no complete run of it in {root} (rxlab runs lists the store)")
+    out = Path(out) if out is not None else Path.cwd() / f"{study_id}.rxlab.tar.gz"
+    if out.exists():
+        raise ValueError(f"{out}: exists; archives are never overwritten (choose another name)")
+    m = manifest(root, study_id)
+    index = {"format": ARCHIVE_FORMAT, "study_id": study_id, "study": (m or {}).get("study"),
+             "runs": runs, "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+             "rxlab_version": rxlab_version()}
+    tmp = out.with_name(f".{out.name}.part")
+    try:
+        with tarfile.open(tmp, "w:gz") as tar:
+            data = json.dumps(index, indent=1).encode()
+            info = tarfile.TarInfo(INDEX)
+            info.size, info.mtime = len(data), int(time.time())
+            tar.addfile(info, fileobj=io.BytesIO(data))
+            for r in runs:
+                tar.add(root / r, arcname=f"runs/{r}")
+            if m is not None:
+                tar.add(root / MANIFESTS / f"{study_id}.json", arcname=f"{MANIFESTS}/{study_id}.json")
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def import_archive(path: str | os.PathLike, root: str | os.PathLike | None = None) -> pd.DataFrame:
+    """Load an archive into the store `root`; one row per run: run_id, status (imported | already there)."""
+    path = Path(path)
+    root = Path(root) if root is not None else store.default_root()
+    if not path.is_file():
+        raise ValueError(f"{path}: no such archive file")
+    try:
+        tar = tarfile.open(path, "r:gz")
+    except (tarfile.TarError, OSError) as e:
+        raise ValueError(f"{path}: not an rxlab archive ({type(e).__name__})") from None
+    root.mkdir(parents=True, exist_ok=True)
+    with tar, tempfile.TemporaryDirectory(prefix=".import-", dir=root) as tmpdir:
+        try:
+            index = json.loads(tar.extractfile(INDEX).read())
+        except (KeyError, AttributeError, ValueError):
+            raise ValueError(f"{path}: not an rxlab archive (no {INDEX})") from None
+        if index.get("format") != ARCHIVE_FORMAT:
+            raise ValueError(f"{path}: archive format {index.get('format')!r}, this rxlab reads {ARCHIVE_FORMAT}")
+        for member in tar.getmembers():
+            name = Path(member.name)
+            if name.is_absolute() or ".." in name.parts or member.issym() or member.islnk():
+                raise ValueError(f"{path}: refused, member {member.name!r} would land outside the store")
+        tar.extractall(tmpdir, filter="data")
+        rows = []
+        for r in index["runs"]:
+            src, dst = Path(tmpdir) / "runs" / r, root / r
+            if not store.is_complete(src):
+                raise ValueError(f"{path}: run {r} in the archive is not complete")
+            if dst.exists():
+                rows.append({"run_id": r, "status": "already there"})
+                continue
+            os.rename(src, dst)
+            rows.append({"run_id": r, "status": "imported"})
+        man = Path(tmpdir) / MANIFESTS / f"{index['study_id']}.json"
+        dest = root / MANIFESTS / man.name
+        if man.is_file() and not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(man, dest)
+    return pd.DataFrame(rows, columns=["run_id", "status"])
