@@ -39,14 +39,40 @@ MOVED: dict[str, tuple[str, ...]] = {
     "distributed": ("rxlab.runs.distributed",),
     "start": ("rxlab.studies.quickstart.study",),
     "ioeff": ("rxlab.studies.io_efficiency.study", "rxlab.studies.perf_model.analysis"),
-    "ioeff_tuning": ("rxlab.studies.io_efficiency_tuning.study",),
+    "ioeff_tuning": ("rxlab.studies.io_efficiency_tuning.study",
+                     "rxlab.studies.io_efficiency_tuning.configs",
+                     "rxlab.studies.io_efficiency_tuning.params",
+                     "rxlab.studies.io_efficiency_tuning.tables",
+                     "rxlab.studies.io_efficiency_tuning.figures",
+                     "rxlab.studies.io_efficiency_tuning.findings",
+                     "rxlab.studies.io_efficiency_tuning"),
     "labreport": ("rxlab.studies.backends", "rxlab.studies.backends.params", "rxlab.studies.backends.tables",
                   "rxlab.studies.backends.findings"),
-    "asyncio_study": ("rxlab.studies.async_io.study",),
-    "tracing": ("rxlab.studies.tracing_overhead.study",),
-    "readahead": ("rxlab.studies.compaction_readahead.study", "rxlab.core.cgroup"),
-    "toolchains": ("rxlab.studies.toolchains.study",),
-    "cpu_breakdown": ("rxlab.studies.cpu_breakdown.study", "rxlab.bench.perf"),
+    "asyncio_study": ("rxlab.studies.async_io.study",
+                      "rxlab.studies.async_io.params",
+                      "rxlab.studies.async_io.overlap",
+                      "rxlab.studies.async_io.tables",
+                      "rxlab.studies.async_io.figures",
+                      "rxlab.studies.async_io.findings",
+                      "rxlab.studies.async_io"),
+    "tracing": ("rxlab.studies.tracing_overhead", "rxlab.studies.tracing_overhead.study",
+                "rxlab.studies.tracing_overhead.params", "rxlab.studies.tracing_overhead.tables",
+                "rxlab.studies.tracing_overhead.syscalls", "rxlab.studies.tracing_overhead.tracers",
+                "rxlab.studies.tracing_overhead.findings"),
+    "readahead": ("rxlab.studies.compaction_readahead", "rxlab.studies.compaction_readahead.study",
+                  "rxlab.studies.compaction_readahead.params", "rxlab.studies.compaction_readahead.tables",
+                  "rxlab.studies.compaction_readahead.columns",
+                  "rxlab.studies.compaction_readahead.overwrite",
+                  "rxlab.studies.compaction_readahead.findings", "rxlab.studies.compaction_readahead.child",
+                  "rxlab.core.cgroup"),
+    "toolchains": ("rxlab.studies.toolchains.study", "rxlab.studies.toolchains.params",
+                   "rxlab.studies.toolchains.relative", "rxlab.studies.toolchains.tables",
+                   "rxlab.studies.toolchains.findings", "rxlab.studies.toolchains.child",
+                   "rxlab.studies.toolchains"),
+    "cpu_breakdown": ("rxlab.studies.cpu_breakdown.study", "rxlab.studies.cpu_breakdown.params",
+                      "rxlab.studies.cpu_breakdown.rules", "rxlab.studies.cpu_breakdown.tables",
+                      "rxlab.studies.cpu_breakdown.findings", "rxlab.studies.cpu_breakdown",
+                      "rxlab.bench.perf"),
     "placement": ("rxlab.studies.perf_model.placement", "rxlab.bench.irq"),
     "device_load": ("rxlab.studies.perf_model.device_load",),
 }
@@ -61,8 +87,9 @@ class _Forwarding(types.ModuleType):
     """An old module split in several: its names are looked up in each new module, in order.
 
     For a study, the old module-level entry points map onto its Study: run_study(params, root,
-    progress) runs it, load_study(root, ...) loads one, study_frame(catalog) and plan(params) are
-    its frame and plan, and fig_<x>(result) draws the study's figure whose name ends in _<x> (the shortest)."""
+    progress) runs it, load_study(root, ...) loads one, study_frame(catalog), plan(params) and
+    findings(result) are its own, and fig_<x>(result) draws the study's figure whose name ends
+    in _<x> (the shortest such name)."""
 
     def __init__(self, old: str, targets: tuple[str, ...]):
         super().__init__(f"rxlab.{old}")
@@ -79,28 +106,28 @@ class _Forwarding(types.ModuleType):
         study = self._study()
         if study is None:
             return None
-        if name == "run_study":
-            return lambda params, root=None, progress=True: study.run(params, root, progress=progress)
-        if name == "load_study":
-            return study.load
-        if name == "study_frame":
-            return study.frame
-        if name == "plan":
-            return study.plan
+        entries = {
+            "run_study": lambda params, root=None, progress=True: study.run(params, root, progress=progress),
+            "load_study": study.load,
+            "study_frame": study.frame,
+            "plan": study.plan,
+            "findings": lambda result, *a, **kw: study.findings(result),
+        }
         if name.startswith("fig_"):
             # fig_throughput -> lab_throughput (the shortest name ending so, not lab_emulated_throughput)
             want = sorted((f for f in study.figures if f == name[4:] or f.endswith("_" + name[4:])), key=len)
             if want:
                 return lambda result, *a, **kw: study.figure(want[0], result, save=False)
-        return None
+        return entries.get(name)
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
         for t in self._targets:
-            mod = importlib.import_module(t)
-            if hasattr(mod, name):
-                return getattr(mod, name)
+            value = getattr(importlib.import_module(t), name, None)
+            # a study package's submodule (findings.py) is not the old function of that name
+            if value is not None and not isinstance(value, types.ModuleType):
+                return value
         entry = self._study_entry(name)
         if entry is not None:
             return entry

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 # strace -c's summary is parsed in one place, shared with the tracing study.
-from rxlab.studies.tracing_overhead.study import parse_strace_summary  # noqa: F401 (re-exported for the tests)
+from rxlab.studies.tracing_overhead.syscalls import parse_strace_summary  # noqa: F401 (re-exported for the tests)
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN_NAME = "librxlab_plugin.so"

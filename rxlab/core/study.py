@@ -341,7 +341,8 @@ class Study:
     def figure(self, name: str, result: StudyResult, *, save: bool = True,
                directory: str | os.PathLike | None = None, notes: str = ""):
         """Draw a figure from its table; with `save`, write it (pdf, svg, png), its table and its
-        sidecar through rxlab.core.figures. Returns the matplotlib figure (open, for display)."""
+        sidecar through rxlab.core.figures. Returns the matplotlib figure: a notebook displays it once
+        (it is closed after saving, so the inline backend does not show it a second time)."""
         if name not in self.figures:
             raise ValueError(f"figure {name!r}: {self.name} has {', '.join(self.figures) or 'no figures'}")
         spec = self.figures[name]
@@ -351,7 +352,7 @@ class Study:
         if save:
             figures.save(fig, name, table=table, draw_args=args, study=self.name, study_id=result.study,
                          runs=result.run_ids, builds=result.builds, scale=result.scale,
-                         published=self.published, notes=notes or spec.notes, directory=directory, close=False)
+                         published=self.published, notes=notes or spec.notes, directory=directory)
         return fig
 
     def save_tables(self, result: StudyResult, directory: str | os.PathLike | None = None) -> list[Path]:

@@ -14,7 +14,7 @@ import shutil
 import pytest
 from helpers_plugin import describe, found, parse_strace_summary, plugin_path, read_counters, run_db_bench
 
-from rxlab.studies.tracing_overhead import study as tracing_overhead
+from rxlab.studies import tracing_overhead
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -114,7 +114,7 @@ def test_rxlab_fio_engines_make_fios_system_calls(tmp_path, ioengine, calls):
     import sys
 
     data, spath = tmp_path / "data.bin", tmp_path / "strace.txt"
-    code = ("import json, sys; from rxlab import rawio; "
+    code = ("import json, sys; from rxlab.bench import fio; "
             f"r = fio.run({str(data)!r}, bs='8k', size='4m', ioengine={ioengine!r}, runtime=0.5, ramp_time=0)[-1]; "
             "print(json.dumps({'ops': r['ops'], 'syscalls': r['syscalls']}))")
     from rxlab.bench import fio

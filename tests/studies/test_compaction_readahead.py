@@ -1,4 +1,5 @@
-"""rxlab.studies.compaction_readahead: parameters, the memory cgroup, cache eviction, the hit ratio, and a tiny real study.
+"""rxlab.studies.compaction_readahead: parameters, the memory cgroup, cache eviction, the hit ratio, and a
+tiny real study.
 
 The study test runs the real path at a tiny size: a DB loaded in this process,
 overwrite in a child process placed in a memory cgroup, the runs stored and
@@ -7,21 +8,29 @@ memory cgroup (root and a memory controller) skip where there is none.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from matplotlib import pyplot as plt
+from matplotlib.figure import Figure
 
-from rxlab.core import figures, metrics, store
-from rxlab.studies.compaction_readahead import study as compaction_readahead
+from rxlab import studies
+from rxlab.core import metrics, store, sysinfo
+from rxlab.core.cgroup import MemoryCgroup, cgroup_support
+from rxlab.core.study import manifest
+from rxlab.studies.compaction_readahead import STUDY, child, columns, figures, overwrite, params
+
+pytestmark = pytest.mark.timeout(300)
 
 MIB = 1 << 20
-SUPPORT = compaction_readahead.cgroup_support()
+SUPPORT = cgroup_support()
 needs_cgroup = pytest.mark.skipif(not SUPPORT.available, reason=f"no memory cgroup: {SUPPORT.reason}")
 
 
@@ -33,17 +42,20 @@ def _repo_data(monkeypatch):
 # --------------------------------------------------------------------------- parameters
 
 def test_params_defaults_are_the_seeds_settings():
-    p = compaction_readahead.Params.checked(scale="smoke")
+    p = STUDY.params(scale="smoke")
     assert p.compaction_readahead_size == [0, 512 << 10, 1 << 20, 2 << 20]
     s = p.settings()
     assert s.device.disk and s.device.max_sectors_kb > 0
-    assert s.memory_limit == (compaction_readahead.SCALES["smoke"].memory_limit if SUPPORT.available else 0)
-    assert list(compaction_readahead.plan(p)["setting"]) == ["0", "512 KiB", "1 MiB", "2 MiB"]
+    assert s.memory_limit == (params.SCALES["smoke"].memory_limit if SUPPORT.available else 0)
+    assert list(STUDY.plan(p)["setting"]) == ["0", "512 KiB", "1 MiB", "2 MiB"]
+    dt = s.device_table()
+    assert dt["source"].tolist() == ["local", "published", "published"]
+    assert dt["max_sectors_kb"].tolist() == [s.device.max_sectors_kb, 128.0, 1280.0]
 
 
 def test_plan_rotates_settings_per_repetition():
-    p = compaction_readahead.Params.checked(scale="smoke", compaction_readahead_size=[0, "1m"], repeats=2)
-    pl = compaction_readahead.plan(p)
+    p = STUDY.params(scale="smoke", compaction_readahead_size=[0, "1m"], repeats=2)
+    pl = STUDY.plan(p)
     assert pl["readahead"].tolist() == [0, 1 << 20, 1 << 20, 0]
     assert pl["rep"].tolist() == [0, 0, 1, 1]
 
@@ -69,17 +81,17 @@ def test_plan_rotates_settings_per_repetition():
 ])
 def test_bad_parameters_fail_in_one_line_naming_the_value(kw, name):
     with pytest.raises(ValueError) as e:
-        compaction_readahead.Params.checked(**{"scale": "smoke", **kw})
+        STUDY.params(**{"scale": "smoke", **kw})
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith(f"{name}="), msg
 
 
 def test_unknown_parameter_and_a_db_dir_without_a_device(tmp_path):
     with pytest.raises(ValueError, match=r"^unknown parameter 'readahead'"):
-        compaction_readahead.Params.checked(scale="smoke", readahead=[0])
-    if Path("/dev/shm").is_dir() and compaction_readahead.sysinfo.device_for_path("/dev/shm").disk is None:
+        STUDY.params(scale="smoke", readahead=[0])
+    if Path("/dev/shm").is_dir() and sysinfo.device_for_path("/dev/shm").disk is None:
         with pytest.raises(ValueError, match="no block device"):
-            compaction_readahead.Params.checked(scale="smoke", db_dir="/dev/shm/rxlab-readahead-test")
+            STUDY.params(scale="smoke", db_dir="/dev/shm/rxlab-readahead-test")
 
 
 # --------------------------------------------------------------------------- cgroup and eviction
@@ -89,8 +101,8 @@ def test_memory_cgroup_bounds_the_page_cache_of_its_child(tmp_path):
     data = tmp_path / "f.dat"
     with open(data, "wb") as f:
         f.write(os.urandom(96 * MIB))
-    compaction_readahead.evict(tmp_path, "db")
-    cg = compaction_readahead.MemoryCgroup(SUPPORT, f"rxlab-test-{os.getpid()}", 32 * MIB)
+    overwrite.evict(tmp_path, "db")
+    cg = MemoryCgroup(SUPPORT, f"rxlab-test-{os.getpid()}", 32 * MIB)
     try:
         assert cg.path.is_dir()
         r = subprocess.run(["/bin/sh", "-c", 'echo $$ > "$0" && exec cat "$1" > /dev/null',
@@ -119,9 +131,9 @@ def test_evict_db_drops_the_files_pages(tmp_path):
         return int(out.split()[0])
 
     assert resident() > 0
-    assert compaction_readahead.evict(db, "db") == "fadvise"
+    assert overwrite.evict(db, "db") == "fadvise"
     assert resident() == 0
-    assert compaction_readahead.evict(db, "none") == "none"
+    assert overwrite.evict(db, "none") == "none"
 
 
 # --------------------------------------------------------------------------- derived columns
@@ -136,11 +148,11 @@ def _row(**kw):
 
 def test_derived_columns_use_metrics_and_define_the_hit_ratio_once():
     df = pd.DataFrame([_row(), _row(**{"fs.read_bytes": 0}), _row(own_read_bytes=80 * MIB)])
-    d = compaction_readahead.derived(df)
+    d = columns.derived(df)
     seed = metrics.seed_columns(df)
     assert d["reqsz"].tolist() == seed["reqsz"].tolist() == [32.0] * 3
     assert d["qps"].iloc[0] == 50_000
-    assert d[compaction_readahead.READ_MBPS].iloc[0] == pytest.approx(1000 * 32 * 1024 / MIB / 2.0)
+    assert d[columns.READ_MBPS].iloc[0] == pytest.approx(1000 * 32 * 1024 / MIB / 2.0)
     assert d["cache.hit"].iloc[0] == pytest.approx(0.75)
     assert np.isnan(d["cache.hit"].iloc[1])           # nothing read: no ratio, not 1
     assert d["cache.hit"].iloc[2] == pytest.approx(-1.0)  # the device delivered twice what RocksDB read
@@ -149,8 +161,8 @@ def test_derived_columns_use_metrics_and_define_the_hit_ratio_once():
 
 
 def test_seed_marks_come_from_the_published_findings():
-    assert compaction_readahead._seed_marks("throughput") == {"1 MiB": "seed: best", "512 KiB": "seed: worst"}
-    assert compaction_readahead._seed_marks("read MB/s (iostat)") == {"2 MiB": "seed: best"}
+    assert figures.seed_marks("throughput") == {"1 MiB": "seed: best", "512 KiB": "seed: worst"}
+    assert figures.seed_marks("read MB/s (iostat)") == {"2 MiB": "seed: best"}
 
 
 # --------------------------------------------------------------------------- a tiny real study
@@ -159,11 +171,9 @@ def test_seed_marks_come_from_the_published_findings():
 def tiny_study(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     work = tmp_path_factory.mktemp("db")
-    p = compaction_readahead.Params.checked(scale="smoke", compaction_readahead_size=[0, "1m"], duration=0.5,
-                                 db_size="6m",
-                                 db_dir=str(work), drop_caches="db",
-                                 memory_limit="192m" if SUPPORT.available else 0)
-    res = compaction_readahead.run_study(p, root=root, progress=False)
+    p = STUDY.params(scale="smoke", compaction_readahead_size=[0, "1m"], duration=0.5, db_size="6m",
+                     db_dir=str(work), drop_caches="db", memory_limit="192m" if SUPPORT.available else 0)
+    res = STUDY.run(p, root=root, progress=False)
     return p, res, root, work
 
 
@@ -175,20 +185,26 @@ def test_study_stores_one_overwrite_run_per_setting(tiny_study):
     assert (f["ops"] > 0).all() and (f["fs.read_bytes"] >= 0).all()
     assert (f["spec.use_direct_reads"] == False).all()  # noqa: E712 buffered IO as in the seed
     assert set(f["spec.compaction_readahead_size"]) == {0, 1 << 20}
-    assert list(work.iterdir()) == []                  # the DBs are gone, the runs stay
+    assert list(work.iterdir()) == []                  # the DBs and job files are gone, the runs stay
     # the load is a run of its own; the study's frame holds only the overwrite steps
     names = set(store.catalog(root)["run_name"].astype(str))
     assert names == {f"readahead-{res.study}-load", f"readahead-{res.study}-r0-crs0",
                      f"readahead-{res.study}-r0-crs1048576"}
-    again = compaction_readahead.load_study(root)
+    load = store.list_runs(root).set_index("name").loc[f"readahead-{res.study}-load", "run_id"]
+    assert (f["spec.load_run"] == load).all()      # each setting names the DB it started from
+    again = STUDY.load(root)
     assert again is not None and again.study == res.study and len(again.frame) == 2
+    assert again.readahead == res.readahead == [0, 1 << 20]
+    assert STUDY.load(root, scale="small") is None
+    m = manifest(root, res.study)
+    assert m["status"] == "complete" and m["study"] == "compaction_readahead" and len(m["runs"]) == 2
 
 
-@needs_cgroup
+@pytest.mark.skipif(not SUPPORT.available, reason=f"no memory cgroup: {SUPPORT.reason}")
 def test_study_child_ran_inside_its_memory_limit(tiny_study):
     _, res, root, _ = tiny_study
     f = res.frame
-    assert (f["spec.memory_limit"] == 192 * MIB).all()
+    assert (f["spec.memory_limit"] == 192 * MIB).all() and res.memory_limit == 192 * MIB
     assert (f["cgroup.peak"] > 0).all() and (f["cgroup.peak"] <= 192 * MIB).all()
     run = store.load_run(res.runs[0], root)
     assert run.fingerprint["memory_cgroup"]["limit"] == 192 * MIB
@@ -196,42 +212,86 @@ def test_study_child_ran_inside_its_memory_limit(tiny_study):
     assert not any(d.name.startswith("rxlab-readahead-") for d in SUPPORT.parent.iterdir())  # removed
 
 
-def test_study_tables_and_figures(tiny_study, tmp_path):
+def test_study_tables(tiny_study):
     p, res, _, _ = tiny_study
-    s = compaction_readahead.summary(res)
+    s = STUDY.table("summary", res)
     assert s["setting"].tolist() == ["0", "1 MiB"]
     assert (s["max_sectors_kb"] == p.settings().device.max_sectors_kb).all()
     assert s["above_max_sectors"].tolist() == [False, s["max_sectors_kb"].iloc[0] < 1024]
-    ft = compaction_readahead.findings_table(res)
+    ft = STUDY.table("findings", res)
     assert ft["metric"].tolist() == ["throughput", "read MB/s (iostat)", "rareq-sz (iostat)"]
     assert ft.loc[0, "best in seed"] == "1MB" and ft.loc[0, "best here"] in ("0", "1 MiB")
-    dt = compaction_readahead.device_table(p.settings())
-    assert dt["max_sectors_kb"].tolist()[1:] == [128.0, 1280.0]
-    text = compaction_readahead.findings(res)
+    dt = STUDY.table("device", res)
+    assert dt["max_sectors_kb"].tolist() == [p.settings().device.max_sectors_kb, 128.0, 1280.0]
+    assert dt.loc[0, "device"] == f"{p.settings().device.disk} (here)"
+    text = STUDY.findings(res)
     assert "max_sectors_kb" in text and "hit ratio" in text
-    for fn in (compaction_readahead.fig_throughput, compaction_readahead.fig_read_mbps, compaction_readahead.fig_reqsz):
-        fig = fn(res)
+
+
+def test_the_figures_are_drawn_from_their_tables_alone(tiny_study, tmp_path):
+    """Each figure saved with its table and sidecar, then redrawn from the CSV and the sidecar's draw_args
+    only: what `rxlab figures` does without the runs."""
+    _, res, _, _ = tiny_study
+    assert list(STUDY.figures) == ["readahead_throughput", "readahead_read_mbps", "readahead_reqsz",
+                                   "readahead_hit_ratio"]
+    for name, spec in STUDY.figures.items():
+        fig = STUDY.figure(name, res, directory=tmp_path)
         assert fig.axes[0].get_xlabel() == "compaction_readahead_size"
         plt.close(fig)
-    paths = figures.save(compaction_readahead.fig_hit_ratio(res), "readahead_hit_ratio", runs=res.runs,
-                         published=compaction_readahead.PUBLISHED, directory=tmp_path)
-    assert all(p.stat().st_size > 0 for p in paths.values())
+        side = json.loads((tmp_path / f"{name}.json").read_text())
+        assert side["study"] == "compaction_readahead" and side["study_id"] == res.study
+        assert side["runs"] == res.run_ids and len(side["runs"]) == 2 and side["scale"] == "smoke"
+        assert all((tmp_path / f"{name}.{x}").stat().st_size > 0 for x in ("pdf", "svg", "png"))
+        table = pd.read_csv(tmp_path / f"{name}.csv")
+        assert len(table) == side["table"]["rows"] > 0
+        again = spec.draw(table, **side["draw_args"])
+        assert isinstance(again, Figure) and again.axes[0].get_xlabel() == "compaction_readahead_size"
+        plt.close(again)
+    t = pd.read_csv(tmp_path / "readahead_throughput.csv")
+    med = t[t["kind"] == "median"].set_index("setting")
+    assert med.loc["1 MiB", "seed"] == "seed: best" and len(t[t["kind"] == "rep"]) == 2
+    np.testing.assert_allclose(med["value"], STUDY.table("summary", res).set_index("setting")["qps"])
+    r = pd.read_csv(tmp_path / "readahead_reqsz.csv")
+    assert (r["max_sectors_kb"] == res.max_sectors_kb).all()
+    m = pd.read_csv(tmp_path / "readahead_read_mbps.csv")
+    assert set(m["series"]) == {"rmbps", "own_rmbps", "fs_rmbps"} and len(m) == 6
+
+
+def test_the_study_is_in_the_registry_and_its_outputs_are_written(tiny_study, tmp_path):
+    _, res, _, _ = tiny_study
+    assert studies.get("compaction_readahead") is STUDY and studies.get("60") is STUDY
+    assert studies.figure_owner("readahead_reqsz") is STUDY
+    done = STUDY.save_outputs(res, tmp_path)
+    assert done["figures"] == list(STUDY.figures) and not done["failed"]
+    names = {p.name for p in (tmp_path / "tables").iterdir()}
+    assert {"compaction_readahead_summary.csv", "compaction_readahead_findings.md",
+            "compaction_readahead_device.tex"} <= names
+    assert "hit ratio" in (tmp_path / "findings.md").read_text()
 
 
 @needs_cgroup
 def test_a_limit_too_small_for_the_child_fails_clearly(tmp_path):
-    p = compaction_readahead.Params.checked(scale="smoke", compaction_readahead_size=[0], db_size="2m",
-                                 db_dir=str(tmp_path / "db"))
-    spec = compaction_readahead._spec(p, p.settings(), tmp_path / "db", name="readahead-tiny", steps=["fillseq"],
-                           readahead=0, existing=False)
+    p = STUDY.params(scale="smoke", compaction_readahead_size=[0], db_size="2m", db_dir=str(tmp_path / "db"))
+    spec = overwrite.run_spec(p, p.settings(), tmp_path / "db", name="readahead-tiny", steps=["fillseq"],
+                              readahead=0, existing=False)
     root = tmp_path / "runs"
     with pytest.raises(RuntimeError, match=r"exit -9 \(killed: the 16 MiB memory limit was too small"):
-        compaction_readahead._run_child(spec, root, {"memory_limit": 16 * MIB}, 16 * MIB, SUPPORT, tmp_path)
+        overwrite.run_child(spec, root, meta={"memory_limit": 16 * MIB}, limit=16 * MIB, support=SUPPORT,
+                            work=tmp_path)
     assert store.list_runs(root).empty  # nothing that looks like a complete run
     assert not any(d.name.startswith("rxlab-readahead-") for d in SUPPORT.parent.iterdir())
 
 
 def test_child_entry_point_refuses_without_a_job(capsys):
     with pytest.raises(SystemExit) as e:
-        compaction_readahead.main([])
+        child.main([])
     assert e.value.code == 2 and "--child" in capsys.readouterr().err
+
+
+def test_the_child_module_the_parent_starts_runs_as_a_program():
+    """The command line run_child builds: `python -m <CHILD_MODULE> --child JOB`, at the module's path."""
+    assert child.__name__ == overwrite.CHILD_MODULE
+    r = subprocess.run([sys.executable, "-m", overwrite.CHILD_MODULE, "--help"], capture_output=True,
+                       text=True, check=False, timeout=120)
+    assert r.returncode == 0 and "--child JOB.json" in r.stdout, r.stderr
+    assert "RuntimeWarning" not in r.stderr   # nothing imported the module before runpy ran it

@@ -1,4 +1,5 @@
-"""rxlab.studies.tracing_overhead: strace parsing, the strace/counters comparison, parameters, plan, and a real tiny study.
+"""rxlab.studies.tracing_overhead: strace parsing, the strace/counters comparison, parameters, plan,
+and a real tiny study.
 
 The tiny study runs the stock db_bench through the plugin on libaio, untraced,
 under perf and under strace, stores every run, and reads the syscall table
@@ -9,18 +10,25 @@ agree with strace's exactly, however few they are.
 """
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib import pyplot as plt
+from matplotlib.figure import Figure
 
-from rxlab.core import figures, store
-from rxlab.studies.tracing_overhead import study as tracing_overhead
+from rxlab import studies
+from rxlab.core import store
+from rxlab.core.study import manifest
+from rxlab.studies.tracing_overhead import STUDY, findings, syscalls, tables, tracers
 
-pytestmark = pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+pytestmark = [pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed"),
+              pytest.mark.timeout(300)]
 
 STRACE_TEXT = """\
 % time     seconds  usecs/call     calls    errors syscall
@@ -35,20 +43,20 @@ STRACE_TEXT = """\
 
 
 def test_parse_strace_table_reads_every_column():
-    t = tracing_overhead.parse_strace_table(STRACE_TEXT)
+    t = syscalls.parse_strace_table(STRACE_TEXT)
     assert list(t["syscall"]) == ["futex", "pread64", "pwrite64", "io_submit"]
     futex = t.iloc[0]
     assert (futex["calls"], futex["errors"], futex["usecs_per_call"]) == (144, 18, 44346)
     assert futex["seconds"] == pytest.approx(6.385952)
     assert t.loc[t["syscall"] == "pread64", "errors"].item() == 0  # an empty errors column is 0
-    assert tracing_overhead.parse_strace_summary(STRACE_TEXT) == {"futex": 144, "pread64": 19957, "pwrite64": 20066,
-                                                         "io_submit": 2}
+    assert syscalls.parse_strace_summary(STRACE_TEXT) == {"futex": 144, "pread64": 19957, "pwrite64": 20066,
+                                                          "io_submit": 2}
 
 
 def test_parse_strace_summary_of_a_real_strace(tmp_path):
     out = tmp_path / "s.txt"
     subprocess.run(["strace", "-c", "-f", "-o", str(out), "--", "true"], check=True)
-    calls = tracing_overhead.parse_strace_summary(out.read_text())
+    calls = syscalls.parse_strace_summary(out.read_text())
     assert calls.get("execve") == 1, out.read_text()
     assert "total" not in calls
 
@@ -62,7 +70,8 @@ def counters(**calls):
 def test_compare_syscalls_judges_the_data_path_rxlab_issued():
     traced = {"pread64": 2, "pwrite64": 1000, "io_submit": 5000, "io_getevents": 5000, "fsync": 32,
               "futex": 99}
-    t = tracing_overhead.compare_syscalls(traced, counters(pwrite64=1000, io_submit=5000, io_getevents=4990, fsync=13))
+    ours = counters(pwrite64=1000, io_submit=5000, io_getevents=4990, fsync=13)
+    t = syscalls.compare_syscalls(traced, ours)
     by = t.set_index("syscall")
     # the loader's two preads: shown, not judged (rxlab never issued one); fsync: not a read or write
     assert not by.loc["pread64", "compared"] and by.loc["pread64", "rxlab"] == 0
@@ -70,22 +79,22 @@ def test_compare_syscalls_judges_the_data_path_rxlab_issued():
     assert list(t.loc[t["compared"], "syscall"]) == ["pwrite64", "io_submit", "io_getevents"]
     assert by.loc["io_getevents", "rel_diff"] == pytest.approx(-0.002)
     assert "futex" not in by.index and "io_uring_enter" not in by.index  # neither counted nor issued
-    v = tracing_overhead.agreement(t)
+    v = syscalls.agreement(t)
     assert v["rows"] == 3 and v["within"] and v["worst_abs_rel_diff"] == pytest.approx(0.002)
     # 2% off is outside 1%
-    off = tracing_overhead.compare_syscalls(traced, counters(pwrite64=1000, io_submit=5100, io_getevents=5000))
-    assert not tracing_overhead.agreement(off)["within"]
+    off = syscalls.compare_syscalls(traced, counters(pwrite64=1000, io_submit=5100, io_getevents=5000))
+    assert not syscalls.agreement(off)["within"]
     # a judged syscall strace never saw is a disagreement, not a division by zero
-    ghost = tracing_overhead.compare_syscalls({"pwrite64": 10}, counters(pwrite64=10, io_uring_enter=7))
-    assert math.isinf(tracing_overhead.agreement(ghost)["worst_abs_rel_diff"])
-    assert not tracing_overhead.agreement(ghost)["within"]
+    ghost = syscalls.compare_syscalls({"pwrite64": 10}, counters(pwrite64=10, io_uring_enter=7))
+    assert math.isinf(syscalls.agreement(ghost)["worst_abs_rel_diff"])
+    assert not syscalls.agreement(ghost)["within"]
 
 
 def test_compare_syscalls_without_counters_is_strace_only():
-    t = tracing_overhead.compare_syscalls({"pread64": 300, "pwrite64": 7, "futex": 3}, None)
+    t = syscalls.compare_syscalls({"pread64": 300, "pwrite64": 7, "futex": 3}, None)
     assert list(t["syscall"]) == ["pread64", "pwrite64"]
     assert t["rxlab"].isna().all() and not t["compared"].any()
-    assert tracing_overhead.agreement(t)["rows"] == 0 and not tracing_overhead.agreement(t)["within"]
+    assert syscalls.agreement(t)["rows"] == 0 and not syscalls.agreement(t)["within"]
 
 
 @pytest.mark.parametrize(("kw", "needle"), [
@@ -95,7 +104,7 @@ def test_compare_syscalls_without_counters_is_strace_only():
     ({"tracers": ["ltrace"]}, "tracers=['ltrace']"),
     ({"tracers": []}, "tracers=[]"),
     ({"workloads": ["readwhilewriting"]}, "workloads=['readwhilewriting']"),
-    ({"scale": "huge"}, "scale='huge'"),
+    ({"scale": "huge"}, "scale='huge': allowed are smoke, small, full"),
     ({"repeats": 0}, "repeats=0"),
     ({"num": 5}, "num=5"),
     ({"reads": 2.5}, "reads=2.5"),
@@ -105,14 +114,14 @@ def test_compare_syscalls_without_counters_is_strace_only():
 ])
 def test_bad_parameters_fail_on_one_line(kw, needle):
     with pytest.raises(ValueError) as e:
-        tracing_overhead.Params.checked(**{"scale": "smoke", **kw})
+        STUDY.params(**{"scale": "smoke", **kw})
     msg = str(e.value)
     assert needle in msg and "\n" not in msg, msg
 
 
 def test_plan_alternates_and_skips_counters_on_default():
-    p = tracing_overhead.Params.checked(scale="smoke", repeats=3)
-    plan = tracing_overhead.plan(p)
+    p = STUDY.params(scale="smoke", repeats=3)
+    plan = STUDY.plan(p)
     assert len(plan) == 3 * (4 * 4 - 1)
     assert not ((plan["backend"] == "default") & (plan["tracer"] == "counters")).any()
     firsts = plan.groupby("rep").first()
@@ -121,31 +130,46 @@ def test_plan_alternates_and_skips_counters_on_default():
 
 
 def test_fs_uri_and_benchmarks():
-    assert tracing_overhead.fs_uri("default", "strace") is None
-    assert tracing_overhead.fs_uri("posix", "none", "/x.json") == "rxlab://posix?counters=0"
-    assert tracing_overhead.fs_uri("posix", "perf", "/x.json") == "rxlab://posix?counters=0"
-    assert tracing_overhead.fs_uri("io_uring?registered_files=1", "strace", "/x.json") == \
+    assert tracers.fs_uri("default", "strace") is None
+    assert tracers.fs_uri("posix", "none", "/x.json") == "rxlab://posix?counters=0"
+    assert tracers.fs_uri("posix", "perf", "/x.json") == "rxlab://posix?counters=0"
+    assert tracers.fs_uri("io_uring?registered_files=1", "strace", "/x.json") == \
         "rxlab://io_uring?registered_files=1&counters=1&counters_path=/x.json"
-    p = tracing_overhead.Params.checked(scale="smoke", workloads=["readseq", "readrandom"])
+    assert tracers.slug("rxlab://io_uring?registered_files=1") == "io_uring_registered_files_1"
+    assert tracers.default_flags("default?io_uring=0") == {"io_uring_enabled": "false"}
+    p = STUDY.params(scale="smoke", workloads=["readseq", "readrandom"])
     assert p.benchmarks() == ["fillseq", "flush", "readseq", "readrandom"]
-    p = tracing_overhead.Params.checked(scale="smoke", workloads=["fillrandom", "readrandom"])
+    p = STUDY.params(scale="smoke", workloads=["fillrandom", "readrandom"])
     assert p.benchmarks() == ["fillrandom", "flush", "readrandom"]
 
+
+def test_the_strace_wrapper_gives_the_preload_to_db_bench_only(tmp_path):
+    prefix = tracers.tracer_prefix("strace", tmp_path / "s.txt", 99)
+    script = tracers.wrapper_script(tmp_path / "run.sh", prefix, tmp_path / "db_bench", "/lib/plugin.so")
+    text = script.read_text()
+    assert "unset LD_PRELOAD" in text and '-E LD_PRELOAD="$P"' in text and " env " not in text
+    prefix = tracers.tracer_prefix("perf", tmp_path / "p.data", 99)
+    perf = tracers.wrapper_script(tmp_path / "p.sh", prefix, tmp_path / "db_bench", None).read_text()
+    assert "perf record -e cpu-clock -F 99 -g" in perf and 'env LD_PRELOAD="$P"' in perf
+
+
+# --------------------------------------------------------------------------- a real tiny study
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    p = tracing_overhead.Params.checked(scale="smoke", backends=["libaio"], tracers=["none", "perf", "strace"],
-                               num=1500, reads=1500)
-    s = p.settings()
-    if "perf" in p.tracers and s.tools["perf"] != "available":
-        pytest.skip(f"perf: {s.tools['perf']}")
-    return tracing_overhead.run_study(p, root=root, progress=False, settings=s)
+    p = STUDY.params(scale="smoke", backends=["libaio"], tracers=["none", "perf", "strace"], num=1500,
+                     reads=1500, db_dir=str(tmp_path_factory.mktemp("db")))
+    tools = p.settings().tools
+    if tools["perf"] != "available":
+        pytest.skip(f"perf: {tools['perf']}")
+    return p, STUDY.run(p, root=root, progress=False)
 
 
 def test_tiny_study_stores_every_run(tiny):
-    assert len(tiny.runs) == 3 and all(store.is_complete(r) for r in tiny.runs)
-    f = tiny.frame
+    p, res = tiny
+    assert len(res.runs) == 3 and all(store.is_complete(r) for r in res.runs)
+    f = res.frame
     assert set(f["tracer"]) == {"none", "perf", "strace"} and set(f["backend"]) == {"libaio"}
     assert set(f["test"]) == {"fillseq", "readrandom"}  # db_bench prints no result line for flush
     rr = f[f["test"] == "readrandom"]
@@ -154,63 +178,108 @@ def test_tiny_study_stores_every_run(tiny):
     # CPU of db_bench is only known when no tracer stands between it and the sampler
     assert rr.loc[rr["tracer"] == "none", "cpu_user_s"].notna().all()
     assert rr.loc[rr["tracer"] != "none", "cpu_user_s"].isna().all()
-    again = tracing_overhead.load_study(tiny.root)
-    assert again is not None and again.study == tiny.study and len(again.frame) == len(f)
+    again = STUDY.load(res.root)
+    assert again is not None and again.study == res.study and len(again.frame) == len(f)
+    assert again.backends == res.backends == ["libaio"] and again.tracers == ["none", "perf", "strace"]
+    assert STUDY.load(res.root, scale="small") is None
+    m = manifest(res.root, res.study)
+    assert m["status"] == "complete" and m["study"] == "tracing_overhead" and len(m["runs"]) == 3
+    assert not list(Path(p.db_dir).iterdir())   # every DB and wrapper script is gone, the runs stay
 
 
 def test_tiny_study_syscalls_agree_with_strace(tiny):
-    table = tracing_overhead.syscall_table(tiny)
+    _, res = tiny
+    table = STUDY.table("syscall_runs", res)
     assert set(table["backend"]) == {"libaio"} and table["run_id"].nunique() == 1
     by = table.set_index("syscall")
     judged = set(table.loc[table["compared"], "syscall"])
     assert {"pwrite64", "io_submit", "io_getevents"} <= judged, table
     assert by.loc["io_submit", "strace"] > 300, table   # the reads reached the device through libaio
     assert (table.loc[table["compared"], "diff"] == 0).all(), table
-    summary = tracing_overhead.syscall_summary(table)
+    summary = STUDY.table("syscalls", res)
     assert summary.loc[summary["judged"], "within_1pct"].all()
-    text = tracing_overhead.findings(tiny, tracing_overhead.throughput_table(tiny), tracing_overhead.overhead_table(tiny), summary)
-    assert "all agree within 1%" in text
+    assert "all agree within 1%" in STUDY.findings(res)
 
 
 def test_tiny_study_perf_sampled(tiny):
-    import json
-
-    run = tiny.frame.loc[tiny.frame["tracer"] == "perf", "run_id"].iloc[0]
-    info = json.loads((tiny.root / run / "attachments" / "perf.json").read_text())
+    _, res = tiny
+    run = res.frame.loc[res.frame["tracer"] == "perf", "run_id"].iloc[0]
+    info = json.loads((res.root / run / "attachments" / "perf.json").read_text())
     assert info["samples"] > 0 and info["event"] == "cpu-clock"
 
 
-def test_tiny_study_tables_and_figures(tiny, tmp_path):
-    tp = tracing_overhead.throughput_table(tiny)
+def test_tiny_study_tables(tiny):
+    _, res = tiny
+    tp = STUDY.table("throughput", res)
     assert set(tp["tracer"]) == {"none", "perf", "strace"} and (tp["n"] == 1).all()
-    ot = tracing_overhead.overhead_table(tiny)
+    ot = STUDY.table("overhead", res)
     assert set(ot["tracer"]) == {"perf", "strace"}
     assert np.allclose(ot["rel"] * ot["slowdown"], 1.0)
-    beside = tracing_overhead.published_beside(tp)
+    reps = tables.overhead_ratios(res)
+    assert len(reps) == len(ot) and np.allclose(reps["rel"].to_numpy(), ot["rel"].to_numpy())
+    beside = STUDY.table("published", res)
     assert set(beside["tracer"]) == {"none", "strace"} and (beside["backend"] == "libaio").all()
-    summary = tracing_overhead.syscall_summary(tracing_overhead.syscall_table(tiny))
-    for name, fig in (("tracing_throughput", tracing_overhead.fig_throughput(tiny, tp)),
-                      ("tracing_overhead", tracing_overhead.fig_overhead(tiny, ot)),
-                      ("tracing_syscalls", tracing_overhead.fig_syscalls(summary))):
-        paths = figures.save(fig, name, runs=tiny.runs, published=tracing_overhead.PUBLISHED, directory=tmp_path)
-        assert all(p.stat().st_size > 0 for p in paths.values())
+    assert set(beside["published_mb_per_s"]) == {"exceed 80", "around 10"}
+    text = findings.findings(res)
+    assert "strace keeps" in text and "The report: posix and libaio exceed 80 MB/s untraced" in text
+
+
+def test_the_figures_are_drawn_from_their_tables_alone(tiny, tmp_path):
+    """Each figure saved with its table and sidecar, then redrawn from the CSV and the sidecar's draw_args
+    only: what `rxlab figures` does without the runs."""
+    _, res = tiny
+    assert list(STUDY.figures) == ["tracing_throughput", "tracing_overhead", "tracing_syscalls"]
+    for name, spec in STUDY.figures.items():
+        plt.close(STUDY.figure(name, res, directory=tmp_path))
+        side = json.loads((tmp_path / f"{name}.json").read_text())
+        assert side["study"] == "tracing_overhead" and side["study_id"] == res.study
+        assert side["runs"] == res.run_ids and side["scale"] == "smoke"
+        assert all((tmp_path / f"{name}.{x}").stat().st_size > 0 for x in ("pdf", "svg", "png"))
+        table = pd.read_csv(tmp_path / f"{name}.csv")
+        assert len(table) == side["table"]["rows"] > 0
+        fig = spec.draw(table, **side["draw_args"])
+        assert isinstance(fig, Figure) and fig.axes
+        plt.close(fig)
+    t = pd.read_csv(tmp_path / "tracing_throughput.csv")
+    assert set(t["kind"]) == {"median", "rep", "published"}
+    pub = t[t["kind"] == "published"].set_index("tracer")
+    assert (pub.loc["none", "mb_per_s"], pub.loc["strace", "mb_per_s"]) == (80.0, 10.0)
+    o = pd.read_csv(tmp_path / "tracing_overhead.csv")
+    assert o.loc[o["kind"] == "published", "rel"].tolist() == [10 / 80]
+    s = pd.read_csv(tmp_path / "tracing_syscalls.csv")
+    assert set(s["syscall"]) >= {"pwrite64", "io_submit", "io_getevents"}
+    assert "pread64" not in set(s["syscall"])   # the loader's two: not drawn
+
+
+def test_the_study_is_in_the_registry_and_its_outputs_are_written(tiny, tmp_path):
+    _, res = tiny
+    assert studies.get("tracing_overhead") is STUDY and studies.get("50") is STUDY
+    assert studies.figure_owner("tracing_syscalls") is STUDY
+    done = STUDY.save_outputs(res, tmp_path)
+    assert done["figures"] == list(STUDY.figures) and not done["failed"]
+    names = {p.name for p in (tmp_path / "tables").iterdir()}
+    assert {"tracing_overhead_throughput.csv", "tracing_overhead_syscalls.md",
+            "tracing_overhead_overhead.tex"} <= names
+    assert "Syscall counts" in (tmp_path / "findings.md").read_text()
 
 
 def test_published_figure5_rows():
-    p = tracing_overhead.published_rows()
+    p = tables.published_rows()
     assert set(p["tracing"]) == {"none", "strace"}
     assert (p["engine"] == "posix|libaio").all()
     assert pd.to_numeric(p["value"]).gt(0).all()
 
 
-def test_a_failing_run_is_not_complete(tmp_path):
-    """An engine that fails every IO: db_bench dies, and the run is stored as failed, never complete."""
-    p = tracing_overhead.Params.checked(scale="smoke", backends=["posix"], tracers=["none"], num=200, reads=200)
-    s = p.settings(probe=False)
-    work = tmp_path / "work"
+def test_a_failing_run_fails_the_study_and_is_not_complete(tmp_path):
+    """An engine that fails every IO: db_bench dies, the run is stored as failed (never complete), the
+    study's manifest says failed, and the DB is gone."""
+    p = STUDY.params(scale="smoke", backends=["posix?fault_eio=1"], tracers=["none"], num=200, reads=200,
+                     db_dir=str(tmp_path / "work"))
     with pytest.raises(RuntimeError, match="db_bench failed"):
-        tracing_overhead.run_one(p, s, study="20250101T000000abcd", rep=0, backend="posix?fault_eio=1", tracer="none",
-                        work=work, root=tmp_path / "runs")
-    dirs = list((tmp_path / "runs").iterdir())
+        STUDY.run(p, root=tmp_path / "runs", progress=False)
+    dirs = [d for d in (tmp_path / "runs").iterdir() if d.name != ".studies"]
     assert len(dirs) == 1 and dirs[0].name.startswith(".failed-")
-    assert not any(work.iterdir())  # the DB is gone
+    (m,) = (tmp_path / "runs" / ".studies").glob("*.json")
+    assert json.loads(m.read_text())["status"] == "failed"
+    assert not any((tmp_path / "work").iterdir())  # the DB is gone
+    assert STUDY.load(tmp_path / "runs") is None

@@ -1,0 +1,23 @@
+"""The compaction-readahead study of the second seed, run on this machine under a memory limit.
+
+The seed (blog-2024-01-08, "Explaining changes in RocksDB performance for
+IO-bound workloads") runs db_bench's overwrite step (write-only, limited by
+how fast compaction keeps up) with buffered IO and compaction_readahead_size
+0 (the default before RocksDB 8.7), 512 KiB, 1 MiB and 2 MiB (the default
+since 8.7), and shows throughput, read MB/s and the average read request
+size (iostat's rareq-sz) per setting. Its point: the best setting depends on
+the device's max_sectors_kb (128 KiB for its RAID device, 1280 KiB for the
+SSDs beneath).
+
+params.py (Params, scale presets, the device and memory cgroup here),
+overwrite.py and child.py (a setting's overwrite step in a memory-limited
+child process), columns.py (the derived columns; the page-cache hit ratio
+defined once), study.py (plan, one run, the tidy frame), tables.py,
+figures.py (a table and a drawing per figure), findings.py.
+"""
+from rxlab.studies.compaction_readahead.result import ReadaheadResult
+from rxlab.studies.compaction_readahead.study import ReadaheadStudy
+
+STUDY = ReadaheadStudy()
+
+__all__ = ["STUDY", "ReadaheadResult", "ReadaheadStudy"]

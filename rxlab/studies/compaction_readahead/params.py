@@ -1,0 +1,258 @@
+"""The readahead study's parameters: the settings to run, the memory limit, scale presets, the device here."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rxlab.core import params as checks
+from rxlab.core import published, study, sysinfo
+from rxlab.core.cgroup import CgroupSupport, cgroup_support
+from rxlab.core.study import settings_table
+from rxlab.core.units import parse_size
+
+SEED_FILE = "blog-2024-01-08-rocksdb-compaction-readahead.txt"
+PUBLISHED = (f"{SEED_FILE}: readahead_findings", f"{SEED_FILE}: readahead_statements")
+KEY_SIZE = 16
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+SEED_SETTINGS = (0, 512 * KIB, 1 * MIB, 2 * MIB)   # the seed's compaction_readahead_size values
+MAX_READAHEAD = 64 * MIB
+DROP_CACHES = ("system", "db", "none")
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A scale preset. `num` None: sized from the free disk and the memory limit (full)."""
+
+    num: int | None
+    duration: float            # seconds of overwrite per setting
+    repeats: int
+    memory_limit: int          # bytes of the child's memory cgroup (process + page cache)
+    cache_size: int
+    write_buffer_size: int
+    target_file_size_base: int
+    max_bytes_for_level_base: int
+
+
+SCALES = {
+    # seconds: a 25 MB DB, 4 MiB memtables, a limit that leaves the child a few tens of MB of page cache
+    "smoke": Scale(num=60_000, duration=1.0, repeats=1, memory_limit=192 * MIB, cache_size=1 * MIB,
+                   write_buffer_size=4 * MIB, target_file_size_base=4 * MIB,
+                   max_bytes_for_level_base=16 * MIB),
+    # minutes: about 1 GiB of data, 256 MiB for the child (its own memory, about 100 MiB, included), so the
+    # levels that compaction reads do not fit in what is left for the page cache
+    "small": Scale(num=2_500_000, duration=20.0, repeats=2, memory_limit=256 * MIB, cache_size=8 * MIB,
+                   write_buffer_size=32 * MIB, target_file_size_base=32 * MIB,
+                   max_bytes_for_level_base=128 * MIB),
+    # the largest the disk holds: a quarter of the free space, 4..16 GiB, a 1 GiB limit
+    "full": Scale(num=None, duration=120.0, repeats=3, memory_limit=1 * GIB, cache_size=64 * MIB,
+                  write_buffer_size=64 * MIB, target_file_size_base=64 * MIB,
+                  max_bytes_for_level_base=256 * MIB),
+}
+FULL_DISK_FRACTION = 0.25
+FULL_MIN_BYTES, FULL_MAX_BYTES = 4 * GIB, 16 * GIB
+MIN_LIMIT = 64 * MIB   # below this the child (Python, RocksDB, memtables) cannot run
+
+
+def size_label(b: int) -> str:
+    """A setting as the tables and figures name it: 0, 512 KiB, 1 MiB, 2 MiB."""
+    if b == 0:
+        return "0"
+    if b % MIB == 0:
+        return f"{b // MIB} MiB"
+    if b % KIB == 0:
+        return f"{b // KIB} KiB"
+    return f"{b} B"
+
+
+def _size(b: float) -> str:
+    return f"{b / GIB:.2f} GiB" if b >= GIB else f"{b / MIB:.0f} MiB"
+
+
+def _size_or_bad(v) -> int:
+    """Bytes of an int or a size such as '512k'; -1 for anything else (booleans included)."""
+    if checks.is_bool(v):
+        return -1
+    try:
+        return parse_size(v)
+    except (ValueError, TypeError):
+        return -1
+
+
+def read_ahead_kb(disk: str | None) -> int | None:
+    """The disk's queue/read_ahead_kb (the kernel's own readahead for buffered reads), None if unreadable."""
+    try:
+        return int((Path("/sys/block") / str(disk) / "queue/read_ahead_kb").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def seed_devices() -> pd.DataFrame:
+    """The seed's devices (its RAID device md2 and the SSDs beneath), with their max_sectors_kb."""
+    st = published.load("readahead_statements")
+    st = st[st["quantity"] == "max_sectors_kb"]
+    return pd.DataFrame({"device": st["condition"], "max_sectors_kb": st["value"].astype(float),
+                         "max_hw_sectors_kb": np.nan, "read_ahead_kb": np.nan, "scheduler": "",
+                         "source": "published"}).reset_index(drop=True)
+
+
+@dataclass
+class Settings:
+    """A scale resolved on this machine: what a study will actually run."""
+
+    scale: str
+    num: int
+    db_bytes: int
+    duration: float
+    repeats: int
+    memory_limit: int            # 0: no limit (the cgroup is unavailable or was not asked for)
+    cgroup: CgroupSupport
+    cache_size: int
+    write_buffer_size: int
+    target_file_size_base: int
+    max_bytes_for_level_base: int
+    work_dir: str
+    free_bytes: int
+    device: sysinfo.DeviceInfo
+    read_ahead_kb: int | None
+    drop_caches: str
+    notes: list = field(default_factory=list)
+
+    def table(self) -> pd.DataFrame:
+        lim = _size(self.memory_limit) if self.memory_limit else "none"
+        rows = [("keys (num)", f"{self.num:,}"), ("DB size (keys x (16 + value))", _size(self.db_bytes)),
+                ("memory limit of the overwrite step", lim),
+                ("DB / memory limit",
+                 f"{self.db_bytes / self.memory_limit:.1f}x" if self.memory_limit else "-"),
+                ("memory cgroup", self.cgroup.reason),
+                ("overwrite duration", f"{self.duration:g} s"), ("repeats", str(self.repeats)),
+                ("block cache", _size(self.cache_size)),
+                ("write buffer / target file / L1", f"{_size(self.write_buffer_size)} / "
+                 f"{_size(self.target_file_size_base)} / {_size(self.max_bytes_for_level_base)}"),
+                ("cache eviction between settings", self.drop_caches),
+                ("device", f"{self.device.disk} ({self.device.model})"),
+                ("max_sectors_kb", str(self.device.max_sectors_kb)),
+                ("read_ahead_kb", str(self.read_ahead_kb)),
+                ("work directory", self.work_dir), ("free there", _size(self.free_bytes))]
+        rows += [("note", n) for n in self.notes]
+        return settings_table(rows)
+
+    def device_table(self) -> pd.DataFrame:
+        """The device that will hold the DB beside the seed's (before a run; tables.device_table after)."""
+        d = self.device
+        here = {"device": f"{d.disk} (here)", "max_sectors_kb": d.max_sectors_kb,
+                "max_hw_sectors_kb": d.max_hw_sectors_kb, "read_ahead_kb": self.read_ahead_kb,
+                "scheduler": d.scheduler, "source": "local"}
+        return pd.concat([pd.DataFrame([here]), seed_devices()], ignore_index=True)
+
+
+@dataclass
+class Params(study.StudyParams):
+    """The study's parameters (the notebook's papermill parameters).
+
+    compaction_readahead_size: the values to run (bytes or sizes such as
+    '512k'; the seed's 0, 512k, 1m, 2m). scale: smoke | small | full.
+    memory_limit: bytes (or '512m') of the memory cgroup the overwrite step
+    runs in, its own memory included; None takes the scale's; 0 runs without
+    a limit (buffered reads then mostly hit the page cache). backend: an rxlab
+    engine (its counters give the bytes RocksDB read). threads: overwrite's
+    writer threads. duration, repeats: None takes the scale's. db_size: bytes
+    of key-value data instead of the scale's key count. drop_caches: system
+    (echo 1 > /proc/sys/vm/drop_caches), db (fadvise DONTNEED on the DB's
+    files only) or none, before each setting.
+    """
+
+    compaction_readahead_size: list = field(default_factory=lambda: list(SEED_SETTINGS))
+    memory_limit: int | str | None = None
+    backend: str = "posix"
+    threads: int = 1
+    duration: float | None = None
+    repeats: int | None = None
+    value_size: int = 400
+    db_size: int | str | None = None
+    db_dir: str | None = None
+    drop_caches: str = "system"
+
+    def __post_init__(self):
+        super().__post_init__()
+        ra = checks.as_list(self.compaction_readahead_size)
+        vals = [_size_or_bad(v) for v in ra]
+        if not ra or any(n < 0 or n > MAX_READAHEAD for n in vals) or len(set(vals)) != len(vals):
+            checks.fail("compaction_readahead_size", self.compaction_readahead_size,
+                        f"expected a non-empty list of distinct sizes 0..{MAX_READAHEAD // MIB}m, "
+                        "e.g. [0, '512k', '1m', '2m']")
+        self.compaction_readahead_size = vals
+        if self.memory_limit is not None:
+            n = _size_or_bad(self.memory_limit)
+            if n != 0 and n < MIN_LIMIT:
+                checks.fail("memory_limit", self.memory_limit,
+                            f"expected None (the scale's), 0 (no limit) or a size of at least "
+                            f"{MIN_LIMIT // MIB}m, e.g. '512m'")
+            self.memory_limit = n
+        self.backend = checks.backend(self.backend)
+        if checks.is_default(self.backend):
+            checks.fail("backend", self.backend, "needs an rxlab engine (posix, libaio, io_uring): its "
+                        "counters give the bytes RocksDB read, the hit ratio's denominator")
+        if not (checks.is_int(self.threads) and 1 <= self.threads <= 64):
+            checks.fail("threads", self.threads, "expected an integer 1..64 (overwrite's writer threads)")
+        if self.duration is not None and not (checks.is_number(self.duration) and 0 < self.duration <= 3600):
+            checks.fail("duration", self.duration, "expected None (the scale's) or seconds in (0, 3600]")
+        if self.repeats is not None and not (checks.is_int(self.repeats) and 1 <= self.repeats <= 20):
+            checks.fail("repeats", self.repeats, "expected None (the scale's) or an integer 1..20")
+        if not (checks.is_int(self.value_size) and 1 <= self.value_size <= 1 << 20):
+            checks.fail("value_size", self.value_size, "expected an integer 1..1048576 (bytes)")
+        if self.db_size is not None and _size_or_bad(self.db_size) < MIB:
+            checks.fail("db_size", self.db_size,
+                        "expected None (the scale's) or a size of at least 1m, e.g. '2g'")
+        self.db_dir = checks.db_dir(self.db_dir, need_direct_io=False)
+        checks.choice("drop_caches", self.drop_caches, DROP_CACHES)
+        self.settings()  # the disk must hold the scale and the DB must sit on a block device
+
+    def settings(self) -> Settings:
+        """The scale resolved here: sizes, the memory limit and cgroup, the device; checks the disk."""
+        sc = SCALES[self.scale]
+        work, free = sysinfo.work_space(self.db_dir)
+        dev = sysinfo.device_for_path(work)
+        if dev.disk is None:
+            raise ValueError(f"db_dir={str(work)!r}: on {dev.fstype}, which has no block device; the study "
+                             "reads the device's counters: choose a directory on a disk file system")
+        entry = KEY_SIZE + self.value_size
+        if self.db_size is not None:
+            num = max(1, parse_size(self.db_size) // entry)
+        elif sc.num is not None:
+            num = sc.num
+        else:
+            db_bytes = int(min(FULL_MAX_BYTES, free * FULL_DISK_FRACTION))
+            if db_bytes < FULL_MIN_BYTES:
+                raise ValueError(f"scale='full': needs {FULL_MIN_BYTES * 4 / GIB:.0f} GiB free at {work}, "
+                                 f"only {free / GIB:.1f} GiB; use scale='small' or another db_dir")
+            num = db_bytes // entry
+        db_bytes = num * entry
+        need = 3 * db_bytes  # the loaded DB, the copy a setting overwrites, compaction's output
+        if need > free:
+            raise ValueError(f"scale={self.scale!r}: needs about {need / GIB:.1f} GiB free at {work}, only "
+                             f"{free / GIB:.1f} GiB; choose another db_dir or a smaller db_size")
+        support = cgroup_support()
+        limit = sc.memory_limit if self.memory_limit is None else int(self.memory_limit)
+        notes = []
+        if limit and not support.available:
+            notes.append(f"memory limit unavailable ({support.reason}): the step runs without one, so "
+                         "buffered reads may come from the page cache (see cache.hit)")
+            limit = 0
+        drop = self.drop_caches
+        if drop == "system" and os.geteuid() != 0:
+            notes.append("not root: cannot write /proc/sys/vm/drop_caches; evicting the DB's files "
+                         "(fadvise DONTNEED) instead")
+            drop = "db"
+        return Settings(scale=self.scale, num=int(num), db_bytes=int(db_bytes),
+                        duration=float(self.duration) if self.duration is not None else sc.duration,
+                        repeats=self.repeats if self.repeats is not None else sc.repeats,
+                        memory_limit=int(limit), cgroup=support, cache_size=sc.cache_size,
+                        write_buffer_size=sc.write_buffer_size,
+                        target_file_size_base=sc.target_file_size_base,
+                        max_bytes_for_level_base=sc.max_bytes_for_level_base, work_dir=str(work),
+                        free_bytes=int(free), device=dev, read_ahead_kb=read_ahead_kb(dev.disk),
+                        drop_caches=drop, notes=notes)

@@ -1,0 +1,185 @@
+"""The tracing study's parameters: backends, tracers, workloads, scale presets, the tools this machine has."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from rxlab.core import params as checks
+from rxlab.core import study, sysinfo
+from rxlab.core.study import settings_table
+
+SEED_FILE = "lab-report-disaggregated-rocksdb-backends.txt"
+PUBLISHED = (f"{SEED_FILE}: lab_throughput (Figure 5)", f"{SEED_FILE}: lab_statements (5.2.1)")
+
+BACKENDS = ("default", "posix", "libaio", "io_uring")
+TRACERS = ("none", "counters", "perf", "strace")
+FILLS = ("fillseq", "fillrandom")
+READS = ("readrandom", "readseq")
+WORKLOADS = (*FILLS, *READS)
+
+# The data path's read and write syscalls (rxlab's counter names, strace's names).
+DATA_SYSCALLS = ("pread64", "pwrite64", "io_submit", "io_getevents", "io_uring_enter")
+# The issue's claim: strace's and rxlab's counts of those agree within 1%. A criterion, not a result.
+TOLERANCE = 0.01
+
+# The report's static db_bench settings (5.2.1, data/published/lab_statements.csv).
+KEY_SIZE = 16
+VALUE_SIZE = 1000
+WRITE_BUFFER = 2 << 20
+MIB = 1 << 20
+
+
+def tool_status(perf_freq: int = 999) -> dict[str, str]:
+    """'available' or why not, for perf (a cpu-clock sample of `true`), strace, and hardware counters."""
+    out = {"perf_hw_counters": sysinfo.perf_hw_counters(), "perf_sw_counters": sysinfo.perf_sw_counters()}
+    perf = shutil.which("perf")
+    if perf is None:
+        out["perf"] = "not installed (apt-get install linux-perf)"
+    else:
+        with tempfile.TemporaryDirectory(prefix="rxlab-perf-") as td:
+            r = subprocess.run([perf, "record", "-q", "-e", "cpu-clock", "-F", str(perf_freq), "-g", "-o",
+                                str(Path(td) / "p.data"), "--", "true"], capture_output=True, text=True,
+                               timeout=30, check=False)
+        last = (r.stderr.strip().splitlines() or [""])[-1]
+        out["perf"] = "available" if r.returncode == 0 else \
+            f"perf record -e cpu-clock fails (exit {r.returncode}): {last}"
+    st = shutil.which("strace")
+    if st is None:
+        out["strace"] = "not installed (apt-get install strace)"
+    else:
+        r = subprocess.run([st, "-c", "-f", "-o", os.devnull, "--", "true"], capture_output=True, text=True,
+                           timeout=30, check=False)
+        out["strace"] = "available" if r.returncode == 0 else \
+            f"strace -c fails (exit {r.returncode}): {(r.stderr.strip().splitlines() or [''])[-1]}"
+    return out
+
+
+@dataclass(frozen=True)
+class Scale:
+    num: int            # keys written by the fill
+    reads: int          # operations of each read workload
+    cache_size: int     # block cache bytes
+    repeats: int
+    background_s: float  # references.run_db_bench's device background window before/after
+
+
+SCALES = {
+    # seconds: a 2 MB DB, a 1 MiB cache (reads still reach the device), one repetition
+    "smoke": Scale(num=2_000, reads=2_000, cache_size=1 * MIB, repeats=1, background_s=0.0),
+    # minutes: 100 MB, an 8 MiB cache; three repetitions (strace makes the fill ~10x slower)
+    "small": Scale(num=100_000, reads=20_000, cache_size=8 * MIB, repeats=3, background_s=0.2),
+    # the largest that keeps the strace runs to minutes: 1 GB, an 8 MiB cache
+    "full": Scale(num=1_000_000, reads=100_000, cache_size=8 * MIB, repeats=3, background_s=0.3),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A scale resolved: what a study will run."""
+
+    scale: str
+    num: int
+    reads: int
+    cache_size: int
+    repeats: int
+    perf_freq: int
+    background_s: float
+    db_bytes: int
+    work_dir: str
+    tools: dict
+
+    def table(self) -> pd.DataFrame:
+        rows = [("keys (num)", f"{self.num:,}"), ("key / value bytes", f"{KEY_SIZE} / {VALUE_SIZE}"),
+                ("DB size (keys x (key + value))", f"{self.db_bytes / MIB:.0f} MiB"),
+                ("write buffer", f"{WRITE_BUFFER // MIB} MiB"),
+                ("operations per read workload", f"{self.reads:,}"),
+                ("block cache", f"{self.cache_size / MIB:g} MiB"), ("repeats", str(self.repeats)),
+                ("perf sampling frequency", f"{self.perf_freq} Hz (cpu-clock, call graphs)"),
+                ("work directory", self.work_dir)]
+        rows += [(f"tool: {k}", v) for k, v in self.tools.items()]
+        return settings_table(rows)
+
+
+@dataclass
+class Params(study.StudyParams):
+    """The study's parameters (the notebook's papermill parameters).
+
+    backends: default and rxlab engine URIs (posix, libaio, io_uring,
+    io_uring?registered_files=1 ...; counters options are the study's own).
+    tracers: none, counters, perf, strace. workloads: db_bench benchmarks
+    (fillseq, fillrandom, readrandom, readseq); every run starts with the
+    fills given (fillseq if none) and a flush. scale: smoke | small | full.
+    repeats, num, reads: None takes the scale's. perf_freq: perf's sampling
+    frequency in Hz. db_dir: where the DBs go (None: a temporary directory;
+    O_DIRECT needed).
+    """
+
+    backends: list = field(default_factory=lambda: list(BACKENDS))
+    tracers: list = field(default_factory=lambda: list(TRACERS))
+    workloads: list = field(default_factory=lambda: ["fillseq", "readrandom"])
+    repeats: int | None = None
+    num: int | None = None
+    reads: int | None = None
+    perf_freq: int = 999
+    db_dir: str | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        bs = checks.backend_list("backends", self.backends)
+        for b in bs:
+            q = b.removeprefix("rxlab://").partition("?")[2]
+            if any(p.split("=")[0] in ("counters", "counters_path") for p in q.split("&") if p):
+                checks.fail("backends", self.backends, "counters and counters_path are set by the tracer "
+                                                       "(none, counters, perf, strace): leave them out")
+        self.backends = bs
+        tr = checks.as_list(self.tracers)
+        if not tr or len(set(tr)) != len(tr) or not all(t in TRACERS for t in tr):
+            checks.fail("tracers", self.tracers, f"expected a non-empty list of distinct names from "
+                                                 f"{', '.join(TRACERS)}")
+        self.tracers = list(tr)
+        wl = checks.as_list(self.workloads)
+        if not wl or len(set(wl)) != len(wl) or not all(w in WORKLOADS for w in wl):
+            checks.fail("workloads", self.workloads, f"expected a non-empty list of distinct db_bench "
+                                                     f"benchmarks from {', '.join(WORKLOADS)}")
+        self.workloads = list(wl)
+        if self.repeats is not None and not (checks.is_int(self.repeats) and 1 <= self.repeats <= 100):
+            checks.fail("repeats", self.repeats, "expected None (the scale's) or an integer 1..100")
+        for name in ("num", "reads"):
+            v = getattr(self, name)
+            if v is not None and not (checks.is_int(v) and 100 <= v <= 100_000_000):
+                checks.fail(name, v, "expected None (the scale's) or an integer 100..100000000")
+        if not (checks.is_int(self.perf_freq) and 1 <= self.perf_freq <= 10_000):
+            checks.fail("perf_freq", self.perf_freq, "expected an integer 1..10000 (Hz)")
+        self.db_dir = checks.db_dir(self.db_dir)
+        for tool in ("perf", "strace"):
+            if tool in self.tracers and shutil.which(tool) is None:
+                checks.fail("tracers", self.tracers, f"{tool} is not installed here; install it or drop "
+                                                     f"{tool!r} from tracers")
+
+    def settings(self, probe: bool = True) -> Settings:
+        """The scale resolved; `probe` also asks perf and strace whether they work here (a second)."""
+        sc = SCALES[self.scale]
+        num = self.num if self.num is not None else sc.num
+        work = Path(self.db_dir) if self.db_dir is not None else Path(tempfile.gettempdir())
+        reads = self.reads if self.reads is not None else sc.reads
+        repeats = self.repeats if self.repeats is not None else sc.repeats
+        return Settings(scale=self.scale, num=int(num), reads=int(reads), cache_size=sc.cache_size,
+                        repeats=repeats, perf_freq=int(self.perf_freq), background_s=sc.background_s,
+                        db_bytes=int(num) * (KEY_SIZE + VALUE_SIZE), work_dir=str(work),
+                        tools=tool_status(self.perf_freq) if probe else {})
+
+    def benchmarks(self) -> list[str]:
+        """db_bench's --benchmarks of every run: the fills (fillseq if none), flush, the reads."""
+        fills = [w for w in self.workloads if w in FILLS] or ["fillseq"]
+        return [*fills, "flush", *(w for w in self.workloads if w in READS)]
+
+
+def applies(backend: str, tracer: str) -> bool:
+    """RocksDB's own file system has no rxlab counters: no `counters` configuration for it."""
+    return not (checks.is_default(backend) and tracer == "counters")
