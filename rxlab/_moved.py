@@ -114,8 +114,11 @@ class _Forwarding(types.ModuleType):
             "findings": lambda result, *a, **kw: study.findings(result),
         }
         if name.startswith("fig_"):
-            # fig_throughput -> lab_throughput (the shortest name ending so, not lab_emulated_throughput)
-            want = sorted((f for f in study.figures if f == name[4:] or f.endswith("_" + name[4:])), key=len)
+            # fig_throughput -> lab_throughput (the shortest name ending so, not lab_emulated_throughput);
+            # fig_ioeff -> ioeff_tuning when no name ends so (the shortest that starts so)
+            x = name[4:]
+            want = sorted((f for f in study.figures if f == x or f.endswith("_" + x)), key=len) or \
+                sorted((f for f in study.figures if f.startswith(x + "_")), key=len)
             if want:
                 return lambda result, *a, **kw: study.figure(want[0], result, save=False)
         return entries.get(name)

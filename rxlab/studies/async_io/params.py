@@ -1,0 +1,231 @@
+"""The async IO study's parameters: backends, emulated device latencies, the page's settings, scales."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from rxlab.core import params as checks
+from rxlab.core import study
+from rxlab.core.study import settings_table, size_text
+from rxlab.core.sysinfo import work_space
+
+__all__ = ["BLOCK_BYTES", "BLOOM_BITS", "DEFAULT_BACKENDS", "GET_LOOP", "KEY_SIZE", "KIND", "MULTIGET",
+           "MULTIGET_ASYNC", "PUBLISHED", "SCALES", "SCAN_ASYNC", "SCAN_SYNC", "SEED_BATCH", "SEED_FILE",
+           "SEED_THREADS", "VALUE_SIZE", "Params", "Scale", "Settings", "engine", "reference_configurations",
+           "with_delay"]
+
+SEED_FILE = "rocksdb-wiki-asynchronous-io.txt"
+PUBLISHED = (
+    f"{SEED_FILE}: asyncio_results",
+    f"{SEED_FILE}: asyncio_db_structure",
+    f"{SEED_FILE}: asyncio_statements",
+)
+KEY_SIZE = 32  # the page's --key_size
+VALUE_SIZE = 512  # the page's --value_size
+BLOCK_BYTES = 8192
+BLOOM_BITS = 10  # the page's --bloom_bits
+SEED_BATCH = 8  # the page's --batch_size
+SEED_THREADS = 4  # the page's --threads
+SEED_SCAN_KEYS = 65536  # the page's --seek_nexts
+SEED_STRIDE_RATIO = 125  # the page's --num / --multiread_stride (5000000 / 40000)
+ONE_FILE = 64 << 30  # target_file_size_base and max_bytes_for_level_base: compact into one SST
+MAX_DELAY_US = 100_000
+MIB, GIB = 1 << 20, 1 << 30
+
+# The step labels (the `test` column) and what each measures.
+GET_LOOP, MULTIGET, MULTIGET_ASYNC = "readrandom", "multireadrandom", "multireadrandom async_io"
+SCAN_SYNC, SCAN_ASYNC = "seekrandom", "seekrandom async_io"
+KIND = {
+    GET_LOOP: "Get loop",
+    MULTIGET: "MultiGet",
+    MULTIGET_ASYNC: "MultiGet async_io",
+    SCAN_SYNC: "scan",
+    SCAN_ASYNC: "scan async_io",
+}
+
+
+@dataclass(frozen=True)
+class Scale:
+    num: int
+    duration: float  # seconds per step
+    repeats: int
+    cache_size: int
+    batch_sizes: tuple
+    seek_nexts: int
+
+
+SCALES = {
+    # seconds: an 11 MB DB, three batch sizes, short scans
+    "smoke": Scale(num=20_000, duration=0.1, repeats=1, cache_size=1 * MIB, batch_sizes=(1, 8, 64),
+                   seek_nexts=512),
+    # minutes: 1M keys (0.5 GiB, 68x the cache), batch sizes 1..64, scans of 8192 keys (4.5 MB)
+    "small": Scale(num=1_000_000, duration=1.5, repeats=2, cache_size=8 * MIB,
+                   batch_sizes=(1, 2, 4, 8, 16, 32, 64), seek_nexts=8192),
+    # the page's key count (5M keys, 2.7 GB) and scan length (65536 keys, 36 MB)
+    "full": Scale(num=5_000_000, duration=5.0, repeats=3, cache_size=64 * MIB,
+                  batch_sizes=(1, 2, 4, 8, 16, 32, 64), seek_nexts=SEED_SCAN_KEYS),
+}
+DEFAULT_BACKENDS = ["posix", "libaio", "io_uring", "default", "default?io_uring=1"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A scale resolved with the parameters: what a study will run."""
+
+    scale: str
+    num: int
+    db_bytes: int
+    duration: float
+    repeats: int
+    cache_size: int
+    batch_sizes: tuple
+    seek_nexts: int
+    multiread_stride: int
+    threads: int
+    work_dir: str
+    free_bytes: int
+
+    def table(self) -> pd.DataFrame:
+        return settings_table([
+            ("keys (num)", f"{self.num:,}"),
+            ("DB size (keys x (32 + 512 B))", size_text(self.db_bytes)),
+            ("block cache", size_text(self.cache_size)),
+            ("DB / cache", f"{self.db_bytes / self.cache_size:.0f}x"),
+            ("seconds per step", f"{self.duration:g}"),
+            ("repeats", self.repeats),
+            ("threads", self.threads),
+            ("MultiGet batch sizes", ", ".join(map(str, self.batch_sizes))),
+            ("multiread_stride (num / 125, as the page's)", f"{self.multiread_stride:,}"),
+            ("scan length (seek_nexts)", f"{self.seek_nexts:,}"),
+            ("work directory", self.work_dir),
+            ("free there", size_text(self.free_bytes)),
+        ])
+
+
+@dataclass
+class Params(study.StudyParams):
+    """The study's parameters (notebook 40's papermill parameters).
+
+    backends: default, default?io_uring=1 and rxlab engine URIs (without
+    delay_us); None: DEFAULT_BACKENDS (papermill cannot pass a default
+    containing '=' through a parameters cell). delay_us: emulated device latency per read, rxlab engines only
+    (the default file system runs at 0 only). batch_sizes, seek_nexts,
+    repeats, duration: None takes the scale's. threads: client threads (the
+    page used 4 on a larger machine). db_dir: where the DB goes (None: a
+    temporary directory; O_DIRECT needed).
+    """
+
+    backends: list | None = None
+    delay_us: list = field(default_factory=lambda: [0, 500])
+    batch_sizes: list | None = None
+    seek_nexts: int | None = None
+    threads: int = 1
+    repeats: int | None = None
+    duration: float | None = None
+    db_dir: str | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.backends is None:
+            self.backends = list(DEFAULT_BACKENDS)
+        self.backends = checks.backend_list("backends", self.backends)
+        self.delay_us = checks.int_list("delay_us", self.delay_us, 0, MAX_DELAY_US)
+        if self.batch_sizes is not None:
+            self.batch_sizes = sorted(checks.int_list("batch_sizes", self.batch_sizes, 1, 1024))
+        if self.seek_nexts is not None and not (
+            checks.is_int(self.seek_nexts) and 1 <= self.seek_nexts <= 1 << 20
+        ):
+            checks.fail("seek_nexts", self.seek_nexts, "expected None (the scale's) or an integer 1..1048576")
+        if not (checks.is_int(self.threads) and 1 <= self.threads <= 64):
+            checks.fail("threads", self.threads, "expected an integer 1..64")
+        if self.repeats is not None and not (checks.is_int(self.repeats) and 1 <= self.repeats <= 100):
+            checks.fail("repeats", self.repeats, "expected None (the scale's) or an integer 1..100")
+        if self.duration is not None and not (checks.is_number(self.duration) and 0 < self.duration <= 3600):
+            checks.fail("duration", self.duration, "expected None (the scale's) or seconds in (0, 3600]")
+        if any(self.delay_us) and all(checks.is_default(b) for b in self.backends):
+            checks.fail("delay_us", self.delay_us, "delays need an rxlab engine (posix, libaio, io_uring) "
+                                                   "among the backends; the default file system has none")
+        self.db_dir = checks.db_dir(self.db_dir)
+        self.settings()
+
+    def settings(self) -> Settings:
+        sc = SCALES[self.scale]
+        work, free = work_space(self.db_dir)
+        db_bytes = sc.num * (KEY_SIZE + VALUE_SIZE)
+        if 2 * db_bytes > free:
+            raise ValueError(
+                f"scale={self.scale!r}: needs about {2 * db_bytes / GIB:.1f} GiB free at {work}, "
+                f"only {free / GIB:.1f} GiB free; choose another db_dir or a smaller scale"
+            )
+        return Settings(
+            scale=self.scale,
+            num=sc.num,
+            db_bytes=db_bytes,
+            duration=float(self.duration) if self.duration is not None else sc.duration,
+            repeats=self.repeats if self.repeats is not None else sc.repeats,
+            cache_size=sc.cache_size,
+            batch_sizes=tuple(self.batch_sizes) if self.batch_sizes is not None else sc.batch_sizes,
+            seek_nexts=self.seek_nexts if self.seek_nexts is not None else sc.seek_nexts,
+            multiread_stride=max(1, sc.num // SEED_STRIDE_RATIO),
+            threads=self.threads,
+            work_dir=str(work),
+            free_bytes=int(free),
+        )
+
+    def configurations(self) -> list[tuple[str, int]]:
+        """(backend, delay_us) pairs: every backend at every delay, the default file system at 0 only."""
+        return [(b, d) for d in self.delay_us for b in self.backends if d == 0 or not checks.is_default(b)]
+
+    def backends_table(self) -> pd.DataFrame:
+        """What each backend of this study is: its file system, how it serves MultiRead and ReadAsync."""
+        return reference_configurations(self.backends)
+
+    def build_backend(self) -> str:
+        """The engine that loads the DB: the first rxlab engine among the backends, else posix."""
+        return next((engine(b) for b in self.backends if not checks.is_default(b)), "posix")
+
+
+def with_delay(backend: str, delay_us: int) -> str:
+    """backend URI with delay_us=N added; unchanged for 0."""
+    if not delay_us:
+        return backend
+    return f"{backend}{'&' if '?' in backend else '?'}delay_us={int(delay_us)}"
+
+
+def engine(uri: str) -> str:
+    """The engine of a backend URI (posix, libaio, io_uring), or which of RocksDB's own file system
+    configurations it is (default, default?io_uring=1)."""
+    base = str(uri).removeprefix("rxlab://")
+    if base.startswith("default"):
+        return base if base in ("default", "default?io_uring=1") else "default"
+    return base.split("?")[0]
+
+
+# What each backend is, and how it serves MultiRead and ReadAsync here. RocksDB's own posix file
+# system uses io_uring for both only when the program defines RocksDbIOUringEnable() returning true;
+# rxlab's extension defines it (ext/module.cc) and answers what the backend URI asked.
+_WHAT = {
+    "posix": ("rxlab engine posix (pread)", "loop of pread: one read in flight",
+              "served inline (synchronous engine): no overlap"),
+    "libaio": ("rxlab engine libaio (io_submit/io_getevents)", "the batch submitted together",
+               "submitted, reaped by Poll"),
+    "io_uring": ("rxlab engine io_uring (liburing)", "the batch submitted together",
+                 "submitted, reaped by Poll"),
+    "default": ("RocksDB's posix file system; RocksDbIOUringEnable() returns false",
+                "loop of pread (RocksDB's fallback)", "refused (NotSupported): synchronous prefetch"),
+    "default?io_uring=1": ("RocksDB's posix file system; RocksDbIOUringEnable() returns true "
+                           "(db_bench's default, --io_uring_enabled=true)", "io_uring, submitted together",
+                           "io_uring, reaped by Poll"),
+}
+
+
+def reference_configurations(backends: Sequence[str] = DEFAULT_BACKENDS) -> pd.DataFrame:
+    """What each backend is: the file system, how it serves MultiRead and ReadAsync here."""
+    rows = []
+    for b in backends:
+        key = b if b in _WHAT else engine(b)
+        w = _WHAT.get(key, (f"rxlab engine {key}", "", ""))
+        rows.append({"backend": b, "file system": w[0], "MultiRead": w[1], "ReadAsync": w[2]})
+    return pd.DataFrame(rows).set_index("backend")

@@ -1,0 +1,116 @@
+"""The tuning study's parameters: which configurations, the scale presets, and the DB's fixed shape."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from rxlab.core import params as checks
+from rxlab.core import study
+from rxlab.core.study import settings_table, size_text
+from rxlab.core.sysinfo import work_space
+from rxlab.studies.io_efficiency_tuning.configs import CONFIGS
+
+__all__ = ["BLOCK_BYTES", "KEY_SIZE", "PUBLISHED", "SCALES", "SEED_FILE", "TARGET", "VALUE_SIZE", "Params",
+           "Scale", "Settings"]
+
+SEED_FILE = "blog-2025-10-23-rocksdb-io-efficiency-point-queries.txt"
+PUBLISHED = (f"{SEED_FILE}: ioeff_efficiency",)
+TARGET = 0.80                 # the issue's io.eff goal for the best rxlab configuration on this machine
+SEED_TEST = "readrandom2"     # the seed's case this DB is: one level after a full compaction
+BLOCK_BYTES = 8192
+KEY_SIZE, VALUE_SIZE = 16, 400
+FIO_RAMP_S = 0.5
+MIB, GIB = 1 << 20, 1 << 30
+
+
+@dataclass(frozen=True)
+class Scale:
+    num: int
+    duration: float    # seconds of each read run and each fio run
+    repeats: int
+    cache_size: int
+    fio_size: int
+
+
+SCALES = {
+    "smoke": Scale(num=30_000, duration=0.5, repeats=1, cache_size=1 * MIB, fio_size=64 * MIB),
+    "small": Scale(num=2_000_000, duration=5.0, repeats=3, cache_size=8 * MIB, fio_size=1 * GIB),
+    "full": Scale(num=8_000_000, duration=20.0, repeats=5, cache_size=8 * MIB, fio_size=4 * GIB),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A scale resolved with the parameters: what a study will run."""
+
+    scale: str
+    num: int
+    db_bytes: int
+    duration: float
+    repeats: int
+    cache_size: int
+    fio_size: int
+    configs: tuple
+
+    def table(self) -> pd.DataFrame:
+        return settings_table([
+            ("scale", self.scale), ("keys", f"{self.num:,}"), ("key-value data", size_text(self.db_bytes)),
+            ("block cache", size_text(self.cache_size)), ("seconds per run", f"{self.duration:g}"),
+            ("repetitions", self.repeats), ("fio file", size_text(self.fio_size)),
+            ("configurations", ", ".join(self.configs))])
+
+
+@dataclass
+class Params(study.StudyParams):
+    """The study's parameters (notebook 15's papermill parameters).
+
+    configs: names from CONFIGS (None: all, the ladder first). repeats,
+    duration: None takes the scale's. db_dir: where the DB and fio's file go
+    (None: a temporary directory; it must support O_DIRECT).
+    """
+
+    configs: list | None = None
+    repeats: int | None = None
+    duration: float | None = None
+    db_dir: str | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.configs is None:
+            self.configs = list(CONFIGS)
+        names = checks.as_list(self.configs)
+        bad = [n for n in names if n not in CONFIGS]
+        if not names or bad or len(set(names)) != len(names):
+            checks.fail("configs", self.configs, f"expected distinct names from: {', '.join(CONFIGS)}")
+        if "seed" not in names:
+            checks.fail("configs", self.configs, "must include 'seed', the configuration the others "
+                                                 "are compared with")
+        self.configs = [n for n in CONFIGS if n in names]  # the ladder's order
+        if self.repeats is not None and not (checks.is_int(self.repeats) and 1 <= self.repeats <= 100):
+            checks.fail("repeats", self.repeats, "expected None (the scale's) or an integer 1..100")
+        dur = self.duration
+        if dur is not None and not (checks.is_number(dur) and 0.1 <= dur <= 3600):
+            checks.fail("duration", self.duration, "expected None (the scale's) or seconds 0.1..3600")
+        self.db_dir = checks.db_dir(self.db_dir)
+        self.settings()
+
+    def settings(self) -> Settings:
+        sc = SCALES[self.scale]
+        work, free = work_space(self.db_dir)
+        db_bytes = sc.num * (KEY_SIZE + VALUE_SIZE)
+        need = 2 * db_bytes + sc.fio_size
+        if need > free:
+            raise ValueError(f"scale={self.scale!r}: needs about {need / GIB:.1f} GiB free at {work}, only "
+                             f"{free / GIB:.1f} GiB free; choose another db_dir or a smaller scale")
+        return Settings(scale=self.scale, num=sc.num, db_bytes=db_bytes,
+                        duration=float(self.duration if self.duration is not None else sc.duration),
+                        repeats=int(self.repeats if self.repeats is not None else sc.repeats),
+                        cache_size=sc.cache_size, fio_size=sc.fio_size, configs=tuple(self.configs))
+
+    def configs_table(self) -> pd.DataFrame:
+        """The configurations this study runs: ladder or side, backend, RunSpec and step fields, change."""
+        return pd.DataFrame([{"configuration": n, "kind": "ladder" if CONFIGS[n].on_ladder else "side",
+                              "backend": CONFIGS[n].backend, "RunSpec": dict(CONFIGS[n].spec) or "",
+                              "read step": dict(CONFIGS[n].step) or "", "change": CONFIGS[n].change}
+                             for n in self.configs]).set_index("configuration")
