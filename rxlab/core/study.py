@@ -146,6 +146,7 @@ class RunContext:
     runs: list[Path] = field(default_factory=list)
     scratch: list[Path] = field(default_factory=list)
     state: dict = field(default_factory=dict)   # what `setup` prepares for every row (a loaded DB, ...)
+    progress: bool = True           # Study.run's `progress`: a study may pass it on (driver.run's step bar)
 
     def run_name(self, *parts: object) -> str:
         """`<prefix><study id>-<parts...>`: a run name the study's `frame` can parse back."""
@@ -203,6 +204,10 @@ class Study:
 
     def setup(self, ctx: RunContext) -> None:
         """Before the first row (load a DB every row reads, say). Nothing by default."""
+
+    def teardown(self, ctx: RunContext, error: BaseException | None) -> None:
+        """After the last row, or when the study stops early (`error`: the exception, Ctrl-C included):
+        close what `setup` opened. Runs before the scratch directory is removed. Nothing by default."""
 
     def run_one(self, ctx: RunContext, row) -> Path | list[Path] | None:
         """Measure one row of the plan; return the stored run(s), or None when the row is skipped."""
@@ -265,11 +270,11 @@ class Study:
         root = Path(root) if root is not None else store.default_root()
         sid = new_study_id()
         work, temporary = self._work_dir(params)
-        ctx = RunContext(self, sid, params, settings, root, work)
+        ctx = RunContext(self, sid, params, settings, root, work, progress=progress)
         steps = self.plan(params)
         show = _live_display(self) if live is True else live or None
         t0 = time.monotonic()
-        status, error = "interrupted", None
+        status, error, failure = "interrupted", None, None
         _write_manifest(root, sid, self._manifest(ctx, "running", t0))
         try:
             self.setup(ctx)
@@ -285,8 +290,10 @@ class Study:
         except BaseException as e:
             status = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
             error = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
+            failure = e
             raise
         finally:
+            self.teardown(ctx, failure)
             for p in reversed(ctx.scratch):
                 _remove(p)
             if temporary:
@@ -403,7 +410,11 @@ def _live_display(study: Study) -> Callable[[StudyResult], None] | None:
         return None
     if get_ipython() is None:
         return None
-    handle = display(pd.DataFrame(), display_id=True)
+    from IPython.display import HTML  # noqa: PLC0415
+
+    # a line until the first run is stored (an empty DataFrame would show as an empty table)
+    handle = display(HTML(f"<i>{study.name}: each run's rows appear here when it is stored</i>"),
+                     display_id=True)
 
     def show(result: StudyResult) -> None:
         handle.update(study.live_table(result))

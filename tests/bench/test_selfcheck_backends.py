@@ -1,7 +1,7 @@
 """The backends benchmark's bookkeeping: which pairs run and how their ratios are summarised.
 
-The benchmark itself runs minutes on a 2 GiB DB (`rxlab bench-backends`,
-`rxlab bench-paired`) and prints figures; these tests check the parts that
+The benchmark itself runs minutes on a 2 GiB DB (`rxlab selfcheck backends`,
+`rxlab selfcheck paired`) and prints figures; these tests check the parts that
 decide what is printed.
 """
 from __future__ import annotations
@@ -28,37 +28,52 @@ def test_select_pairs_by_words():
 
 
 BAD_BENCH_INPUT = [
-    ("bench-paired", ["--only", "nope"], "'nope' matches no pair"),
-    ("bench-paired", ["--reps", "1"], "--reps 1"),
-    ("bench-paired", ["--duration", "0"], "--duration 0"),
-    ("bench-backends", ["--only", "multiread"], "sections are readrandom, multireadrandom"),
-    ("bench-backends", ["--repeats", "0"], "--repeats 0"),
-    ("bench-backends", ["--duration", "0", "--own-cost"], "--duration 0"),
-    ("bench-backends", ["--only", "readrandom", "--configs", "libaio+x"],
+    ("paired", ["--only", "nope"], "'nope' matches no pair"),
+    ("paired", ["--reps", "1"], "--reps 1"),
+    ("paired", ["--duration", "0"], "--duration 0"),
+    ("backends", ["--only", "multiread"], "sections are readrandom, multireadrandom"),
+    ("backends", ["--repeats", "0"], "--repeats 0"),
+    ("backends", ["--duration", "0", "--own-cost"], "--duration 0"),
+    ("backends", ["--only", "readrandom", "--configs", "libaio+x"],
      "configurations of readrandom are default, posix"),
-    ("bench-backends", ["--cpus_allowed", "0-999"], "are not available"),
-    ("bench-driver", ["--only", "readrandom", "--cpus_allowed", "x"], "expected CPU numbers"),
-    ("bench-driver", ["--window", "--fs_uri", "posix"], "must be an rxlab:// URI"),
-    ("bench-driver", ["--interleave", "--rounds", "0"], "--rounds 0"),
-    ("bench-driver", ["--interleave", "--pool", "/nonexistent/rows.csv"], "cannot read saved slices"),
-    ("bench-driver", ["--interleave", "--only", "nope"], "parts are readrandom, fio"),
-    ("bench-driver", ["--interleave", "--fs_uri", "rxlab://nosuch"], "nosuch"),
-    ("bench-backends", ["--interleave", "--sessions", "0"], "--sessions 0"),
-    ("bench-backends", ["--interleave", "--slice", "0"], "--slice 0"),
-    ("bench-backends", ["--interleave", "--configs", "default"], "besides default"),
-    ("bench-backends", ["--interleave", "--only", "seekrandom"],
+    ("backends", ["--cpus_allowed", "0-999"], "are not available"),
+    ("driver", ["--only", "readrandom", "--cpus_allowed", "x"], "expected CPU numbers"),
+    ("driver", ["--window", "--fs_uri", "posix"], "must be an rxlab:// URI"),
+    ("driver", ["--interleave", "--rounds", "0"], "--rounds 0"),
+    ("driver", ["--interleave", "--pool", "/nonexistent/rows.csv"], "cannot read saved slices"),
+    ("driver", ["--interleave", "--only", "nope"], "parts are readrandom, fio"),
+    ("driver", ["--interleave", "--fs_uri", "rxlab://nosuch"], "nosuch"),
+    ("backends", ["--interleave", "--sessions", "0"], "--sessions 0"),
+    ("backends", ["--interleave", "--slice", "0"], "--slice 0"),
+    ("backends", ["--interleave", "--configs", "default"], "besides default"),
+    ("backends", ["--interleave", "--only", "seekrandom"],
      "runs in turns are readrandom, multireadrandom, counters"),
-    ("bench-backends", ["--interleave", "--cpus_allowed", "0-999"], "are not available"),
-    ("bench-driver", ["--only", "readrandom", "--fs_uri", "rxlab://posix?buffer_align=3"], "buffer_align=3"),
+    ("backends", ["--interleave", "--cpus_allowed", "0-999"], "are not available"),
+    ("driver", ["--only", "readrandom", "--fs_uri", "rxlab://posix?buffer_align=3"], "buffer_align=3"),
 ]
 
 
 @pytest.mark.parametrize(("command", "args", "want"), BAD_BENCH_INPUT)
 def test_benchmarks_reject_bad_input_before_running(capsys, tmp_path, command, args, want):
-    assert main([command, "--dir", str(tmp_path), *args]) == 2
+    assert main(["selfcheck", command, "--dir", str(tmp_path), *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and want in err[0], err
+    assert err[0].startswith("rxlab: "), err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("old", "new"), [("bench-backends", "backends"), ("bench-driver", "driver"),
+                                          ("bench-paired", "paired")])
+def test_old_names_still_run_with_a_note(capsys, tmp_path, old, new):
+    """rxlab 0.1's names run the same check (here: refuse the same bad input) after one line that
+    names the new command."""
+    args = {"backends": ["--repeats", "0"], "driver": ["--interleave", "--rounds", "0"],
+            "paired": ["--reps", "1"]}[new]
+    assert main([old, "--dir", str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2, err
+    assert err[0] == f"rxlab: `rxlab {old}` is now `rxlab selfcheck {new}` (the old name goes away in rxlab 0.3)"
+    assert args[-2] in err[1]
 
 
 def test_median_interval_narrows_with_more_pairs_and_covers_the_median():

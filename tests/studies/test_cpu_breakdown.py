@@ -1,22 +1,29 @@
-"""rxlab.studies.cpu_breakdown: the rule table, perf script parsing and folding, real perf sampling, the study.
+"""rxlab.studies.cpu_breakdown: the rule tables, perf script parsing and folding, perf sampling, the study.
 
 The parsing tests use an excerpt of real `perf script -F comm,tid,period,ip,sym,dso`
 output recorded on this machine during readrandom (a Python thread, a checksum
 sample and a kernel read-path sample). The sampling tests run perf on this
-process while RocksDB reads a small DB; the study test runs the whole smoke
-sequence into a tmp store.
+process while RocksDB reads a small DB; the study tests run the whole smoke
+sequence through the Study protocol into a tmp store, once to the end and
+once failing in its first profiled step.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import time
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from rxlab import studies
 from rxlab.bench import driver, perf
 from rxlab.core import published, store
-from rxlab.studies.cpu_breakdown import study as cb
+from rxlab.core.study import manifest
+from rxlab.studies.cpu_breakdown import STUDY, findings, recording, rules, tables
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -91,17 +98,17 @@ GET = ("clone3_[libc]", "start_thread_[libc]", "rocksdb::DBImpl::Get", "rocksdb:
 ])
 def test_each_category_has_a_stack_that_lands_in_it(leaf_path, category):
     frames_leaf_first = list(reversed((*GET, *leaf_path)))
-    assert cb.categorize(frames_leaf_first) == category
+    assert rules.categorize(frames_leaf_first) == category
 
 
 def test_the_innermost_matching_frame_wins():
     # a block-cache lookup made while reading the filter is LRU; the filter's own code is bloom
     filt = (*GET, "rocksdb::FullFilterBlockReader::MayMatch", "rocksdb::BlockBasedTable::RetrieveBlock<x>")
-    assert cb.categorize(reversed((*filt, "rocksdb::lru_cache::LRUCacheShard::Lookup"))) == "LRU"
-    assert cb.categorize(reversed(filt)) == "bloom"
+    assert rules.categorize(reversed((*filt, "rocksdb::lru_cache::LRUCacheShard::Lookup"))) == "LRU"
+    assert rules.categorize(reversed(filt)) == "bloom"
     # the leaf in libc beats every rule
     lookup = "rocksdb::lru_cache::LRUCacheShard::Lookup"
-    assert cb.categorize(reversed((*filt, lookup, "memcmp_[libc]"))) == "libc+k"
+    assert rules.categorize(reversed((*filt, lookup, "memcmp_[libc]"))) == "libc+k"
 
 
 READ = (*GET, "rocksdb::BlockFetcher::ReadBlock", "rocksdb::RandomAccessFileReader::Read",
@@ -131,34 +138,34 @@ SUBMIT = (*READ, "iomap_dio_bio_iter_[k]", "submit_bio_noacct_nocheck_[k]", "blk
     ((*GET, "rocksdb::IndexBlockIter::SeekImpl"), None),
 ])
 def test_each_kernel_part_has_a_stack_that_lands_in_it(leaf_path, part):
-    assert cb.categorize_kernel(reversed(leaf_path)) == part
+    assert rules.categorize_kernel(reversed(leaf_path)) == part
 
 
 def test_kernel_parts_split_exactly_the_libc_k_samples():
     # the doorbell write is the doorbell's even deep in the block layer, an interrupt is the
     # interrupt's even in the doorbell's stack: precedence is by part, over every kernel frame
     doorbell = (*SUBMIT, "vp_notify_[k]", "iowrite16_[k]")
-    assert cb.categorize_kernel(reversed(doorbell)) == "doorbell"
+    assert rules.categorize_kernel(reversed(doorbell)) == "doorbell"
     in_irq = (*doorbell, "asm_common_interrupt_[k]", "handle_softirqs_[k]")
-    assert cb.categorize_kernel(reversed(in_irq)) == "irq"
+    assert rules.categorize_kernel(reversed(in_irq)) == "irq"
     # a RocksDB symbol whose name looks like a kernel rule is never matched: kernel frames only
-    assert cb.categorize_kernel(reversed((*GET, "rocksdb::fs_bio_blk_", "memcpy_[libc]"))) == "libc"
+    assert rules.categorize_kernel(reversed((*GET, "rocksdb::fs_bio_blk_", "memcpy_[libc]"))) == "libc"
     folded = {stack(*doorbell): 7, stack(*READ, "__schedule_[k]"): 5, stack(*GET, "malloc_[libc]"): 2,
               stack(*GET, "rocksdb::IndexBlockIter::SeekImpl"): 11,
               stack("python3", "iowrite16_[k]", root="py"): 3}
-    k = cb.kernel_breakdown(folded)
-    assert list(k.index) == list(cb.KERNEL_CATEGORIES)
+    k = rules.kernel_breakdown(folded)
+    assert list(k.index) == list(rules.KERNEL_CATEGORIES)
     assert (k["doorbell"], k["switch"], k["libc"], k.sum()) == (7, 5, 2, 14)
-    assert k.sum() == cb.breakdown(folded)["libc+k"]
-    t = cb.kernel_rule_table()
-    assert list(t["part"]) == list(cb.KERNEL_CATEGORIES) and t["covers"].str.len().gt(20).all()
+    assert k.sum() == rules.breakdown(folded)["libc+k"]
+    t = rules.kernel_rule_table()
+    assert list(t["part"]) == list(rules.KERNEL_CATEGORIES) and t["covers"].str.len().gt(20).all()
 
 
 def test_rule_table_lists_every_category_once_in_the_seeds_order():
-    t = cb.rule_table()
-    assert list(t["category"]) == list(cb.CATEGORIES)
+    t = rules.rule_table()
+    assert list(t["category"]) == list(rules.CATEGORIES)
     pub = published.load("gccclang_flamegraph")
-    assert set(pub["category"]) == set(cb.CATEGORIES)
+    assert set(pub["category"]) == set(rules.CATEGORIES)
 
 
 # ------------------------------------------------------------------ parsing and folding
@@ -182,11 +189,11 @@ def test_fold_separates_the_reading_threads_and_counts_samples(tmp_path):
     assert roots["python"] == 1
     chk = next(k for k in folded if k.endswith("rocksdb::ComputeBuiltinChecksum"))
     assert folded[chk] == 2 and chk.startswith("reader;clone3_[libc];start_thread_[libc];")
-    b = cb.breakdown(folded)
+    b = rules.breakdown(folded)
     assert (b["checksm"], b["libc+k"], b["outside"], b["other"]) == (2, 1, 1, 0)
     p = perf.write_folded(folded, tmp_path / "x.folded")
     assert perf.read_folded(p) == folded
-    st = cb.stack_stats(folded)
+    st = rules.stack_stats(folded)
     assert st["reader_samples"] == 3 and st["whole_stack_pct"] == 100.0
 
 
@@ -201,7 +208,7 @@ def test_params_refuse_bad_values_in_one_line():
              ({"colour": 1}, "unknown parameter 'colour'")]
     for kw, msg in cases:
         with pytest.raises(ValueError) as e:
-            cb.Params.checked(**kw)
+            STUDY.params(**kw)
         assert msg in str(e.value) and "\n" not in str(e.value), (kw, str(e.value))
 
 
@@ -237,12 +244,12 @@ def test_dwarf_profile_of_readrandom_has_whole_stacks(small_db, tmp_path):
     with perf.Profiler(os.getpid(), tmp_path, call_graph="dwarf") as prof:
         row = small_db.run_step({"name": "readrandom"})
     folded = perf.folded_stacks(prof.data)
-    st = cb.stack_stats(folded)
+    st = rules.stack_stats(folded)
     assert row["ops"] > 0 and st["reader_samples"] > 20, st
     assert st["whole_stack_pct"] > 90, st
-    assert cb._inclusive(folded, r"^rocksdb::DBImpl::Get$") > 0.5 * st["reader_samples"]
-    b = cb.breakdown(folded)
-    assert b[list(cb.CATEGORIES)].sum() == st["reader_samples"] and b["libc+k"] > 0
+    assert rules.inclusive(folded, r"^rocksdb::DBImpl::Get$") > 0.5 * st["reader_samples"]
+    b = rules.breakdown(folded)
+    assert b[list(rules.CATEGORIES)].sum() == st["reader_samples"] and b["libc+k"] > 0
     # perf ended: nothing left attached to this process
     assert prof._proc.poll() is not None
 
@@ -262,8 +269,6 @@ def test_sampling_covers_only_the_block(tmp_path):
     p = subprocess.Popen(["python3", "-c", busy])
     try:
         prof = perf.Profiler(p.pid, tmp_path, frequency=499, call_graph="fp").start()
-        import time
-
         time.sleep(0.5)
         prof.stop()
         n = sum(perf.folded_stacks(prof.data).values())
@@ -283,43 +288,125 @@ def test_a_failing_block_stops_perf(small_db, tmp_path):
 
 # ------------------------------------------------------------------ the study
 
-def test_smoke_study_stores_profiles_timers_and_the_seeds_table(tmp_path):
-    p = cb.Params.checked(scale="smoke", duration=0.5, db_dir=str(tmp_path))
-    r = cb.run_study(p, root=tmp_path / "runs", progress=False)
-    assert store.is_complete(r.run) and r.run.parent == tmp_path / "runs"
-    assert sorted(r.folded) == [(t, 0) for t in sorted(cb.SEED_TESTS)]
+def test_the_plan_is_the_steps_of_one_run():
+    p = STUDY.params(scale="smoke", repeats=2)
+    plan = STUDY.plan(p)
+    assert list(plan["step_index"]) == list(range(len(plan)))
+    reads = plan[plan["mode"].isin(["profile", "timers"])]
+    assert list(reads["step"]) == [t for t in tables.TESTS for _ in range(4)]
+    assert list(reads["mode"]) == ["profile", "timers"] * 6 and list(reads["rep"]) == [0, 0, 1, 1] * 3
+    assert plan["step"].iloc[0] == "fillseq" and "reopen" in set(plan["step"])   # readrandom3: no bloom
+    assert STUDY.describe(next(reads.itertuples(index=False))) == "readrandom profile r0"
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    db_dir = tmp_path_factory.mktemp("cpu-db")
+    p = STUDY.params(scale="smoke", duration=0.5, db_dir=str(db_dir))
+    return p, STUDY.run(p, root=tmp_path_factory.mktemp("cpu-runs"), progress=False)
+
+
+def test_smoke_study_stores_profiles_timers_and_the_seeds_table(study):
+    p, r = study
+    assert len(r.runs) == 1 and store.is_complete(r.run) and r.run.parent == r.root
+    assert sorted(r.folded) == [(t, 0) for t in sorted(tables.TESTS)]
     assert len(list((r.run / "attachments").glob("*.folded"))) == 3
-    assert not list(tmp_path.glob("rxlab-cpu-db-*")), "the DB was left behind"
-    t = cb.breakdown_table(r)
-    summary = cb.sample_summary(r)
-    assert list(t.index) == list(cb.CATEGORIES)
-    for test in cb.SEED_TESTS:
-        assert t[(test, "here")].sum() == pytest.approx(100.0), (test, summary.to_dict("records"))
+    assert not list(Path(p.db_dir).iterdir()), "the DB was left behind"
+    assert r.builds and r.scale == "smoke" and r.backend == "default" and r.call_graph == "dwarf"
+    t = STUDY.table("breakdown", r)
+    summary = STUDY.table("samples", r)
+    assert list(t.index) == list(rules.CATEGORIES)
+    for test in tables.TESTS:
+        assert t[f"{test} here"].sum() == pytest.approx(100.0), (test, summary.to_dict("records"))
     pub = published.load("gccclang_flamegraph")
     seed = pub[(pub["category"] == "bloom") & (pub["test"] == "readrandom")]["pct"]
-    assert t.loc["bloom", ("readrandom", "seed")] == float(seed.iloc[0])
+    assert t.loc["bloom", "readrandom seed"] == float(seed.iloc[0])
     # readrandom3 reopened without bloom filters: no filter is ever read (FullFilterKeyMayMatch
     # still runs to find that there is none)
-    rr3 = cb.pooled_folded(r, "readrandom3")
+    rr3 = r.pooled_folded("readrandom3")
     assert not [k for k in rr3 if "FullFilterBlockReader" in k or "FastLocalBloom" in k]
-    assert [k for k in cb.pooled_folded(r, "readrandom") if "rocksdb::BlockBasedTable::Get" in k]
-    timed = r.frame[r.frame["cpu.mode"] == cb.TIMERS]
+    assert [k for k in r.pooled_folded("readrandom") if "rocksdb::BlockBasedTable::Get" in k]
+    timed = r.frame[r.frame["cpu.mode"] == "timers"]
     assert len(timed) == 3 and (timed["pc.get_cpu_nanos"] > 0).all(), timed["pc.get_cpu_nanos"]
-    cross = cb.crosscheck(r)
+    cross = STUDY.table("crosscheck", r)
     get = cross[cross["quantity"] == "DBImpl::Get"]
     assert (get["sampled_us"] > 0).all() and (get["perfcontext_us"] > 0).all(), get.to_dict("records")
     assert np.isfinite(cross.loc[cross["quantity"] == "process CPU", "rusage_us"]).all()
-    again = cb.load_study(tmp_path / "runs")
-    assert again.run == r.run and cb.breakdown_table(again).equals(t)
-    text = cb.findings(t, cross, cb.sample_summary(r), r)
-    assert "readrandom:" in text and "largest libc+k leaves" in text
+    m = manifest(r.root, r.study)
+    assert m["status"] == "complete" and m["study"] == "cpu_breakdown" and len(m["runs"]) == 1
+    again = STUDY.load(r.root)
+    assert again.run == r.run and STUDY.table("breakdown", again).equals(t)
+    text = STUDY.findings(r)
+    assert "readrandom:" in text and "largest libc+k leaves" in text and "device reads per query" in text
     # libc+k split into its parts: they add up to the libc+k of the per-query table, and the
     # reads went through the kernel's read path (pread: syscall, ext4/iomap, block layer)
-    kpq = cb.kernel_per_query(r)
-    pq = cb.per_query(r)
+    kpq = STUDY.table("kernel_per_query", r)
+    pq = STUDY.table("per_query", r)
     assert list(kpq.index) == list(pq.index)
     assert np.allclose(kpq["libc+k"], pq["libc+k"]), (kpq["libc+k"], pq["libc+k"])
-    assert np.allclose(kpq[list(cb.KERNEL_CATEGORIES)].sum(axis=1), kpq["libc+k"])
+    assert np.allclose(kpq[list(rules.KERNEL_CATEGORIES)].sum(axis=1), kpq["libc+k"])
     assert (kpq[["fs", "block"]].sum(axis=1) > 0).all(), kpq.to_dict("records")
     assert (kpq["reads per query"] > 0.5).all(), kpq["reads per query"]
-    assert "libc+k" in cb.kernel_findings(kpq) and "device reads per query" in cb.kernel_findings(kpq)
+    assert "libc+k" in findings.kernel_findings(kpq)
+    leaves = STUDY.table("top_leaves", r)
+    assert set(leaves["category"]) == {"libc+k", "other"} and (leaves["samples"] > 0).all()
+
+
+def test_each_figure_is_redrawn_from_its_saved_table_alone(study, tmp_path):
+    _, r = study
+    assert list(STUDY.figures) == ["cpu_breakdown", "cpu_per_query", "cpu_crosscheck",
+                                   "cpu_kernel_per_query"]
+    for name, spec in STUDY.figures.items():
+        STUDY.figure(name, r, directory=tmp_path)
+        side = json.loads((tmp_path / f"{name}.json").read_text())
+        assert side["runs"] == r.run_ids and side["study_id"] == r.study
+        assert side["rocksdb_builds"] == r.builds
+        assert any("gccclang_flamegraph" in s for s in side["published_sources"])
+        table = pd.read_csv(tmp_path / f"{name}.csv")
+        assert len(table) == side["table"]["rows"] > 0
+        fig = spec.draw(table, **side["draw_args"])
+        assert fig.axes and all(ax.has_data() for ax in fig.axes if ax.get_title() or ax.get_xlabel())
+    b = pd.read_csv(tmp_path / "cpu_breakdown.csv")
+    assert set(b["kind"]) == {"here", "seed", "rep"} and set(b["backend"]) == {"default"}
+    here = b[b["kind"] == "here"].groupby("test")["pct"].sum()
+    assert np.allclose(here, 100.0)
+    k = pd.read_csv(tmp_path / "cpu_kernel_per_query.csv")
+    med = k[k["kind"] == "median"].groupby("test")["us_per_query"].sum()
+    assert np.allclose(med.reindex(tables.TESTS), STUDY.table("kernel_per_query", r)["libc+k"])
+
+
+def test_the_study_is_registered_and_its_outputs_are_written(study, tmp_path):
+    _, r = study
+    assert studies.get("cpu_breakdown") is STUDY and studies.get("80") is STUDY
+    assert studies.figure_owner("cpu_crosscheck") is STUDY
+    done = STUDY.save_outputs(r, tmp_path)
+    assert done["figures"] == list(STUDY.figures) and not done["failed"]
+    names = {p.name for p in (tmp_path / "tables").iterdir()}
+    assert {"cpu_breakdown_breakdown.tex", "cpu_breakdown_rules.md", "cpu_breakdown_crosscheck.csv"} <= names
+    assert "readrandom seed" in (tmp_path / "tables" / "cpu_breakdown_breakdown.tex").read_text()
+
+
+def test_a_failing_step_stores_the_run_as_failed_and_the_study_is_never_loaded(tmp_path, monkeypatch):
+    """perf fails in the first profiled step: the run is stored as failed (not left running), the DB is
+    closed and removed, the manifest says failed, and `load` finds nothing."""
+    def broken(self, index, step, extra):
+        raise RuntimeError("perf broke")
+
+    monkeypatch.setattr(recording.ProfiledRun, "_profiled", broken)
+    p = STUDY.params(scale="smoke", duration=0.5, db_dir=str(tmp_path / "db"))
+    with pytest.raises(RuntimeError, match="perf broke"):
+        STUDY.run(p, root=tmp_path / "runs", progress=False)
+    runs = store.list_runs(tmp_path / "runs", include_incomplete=True)
+    assert len(runs) == 1 and set(runs["status"]) == {"failed"}, runs.to_dict("records")
+    ids = [m.stem for m in (tmp_path / "runs" / ".studies").glob("*.json")]
+    assert len(ids) == 1 and manifest(tmp_path / "runs", ids[0])["status"] == "failed"
+    assert not list((tmp_path / "db").iterdir())
+    assert STUDY.load(tmp_path / "runs") is None
+
+
+def test_study_frame_ignores_other_runs(tmp_path):
+    spec = {"name": "cpu-20260101T000000abcd", "study": "other"}   # another study's run of this name
+    with store.RunWriter(tmp_path, spec, {"hostname": "h"}) as w:
+        w.add_step({"name": "readrandom", "ops": 1, "wall_s": 1.0})
+    assert STUDY.frame(store.catalog(tmp_path)).empty
+    assert STUDY.load(tmp_path) is None

@@ -1,11 +1,13 @@
-"""The toolchain study: parameters, the plan, a child run on the default build, the statistics, the post.
+"""rxlab.studies.toolchains: parameters, the plan, a child run on the default build, the statistics, the post,
+and one real smoke study through the protocol (runs, frame, load, tables, figures redrawn from their tables).
 
 Every test but the last runs on the default build. The last (marked slow)
 compiles rxlab's module against one extra build and runs the study on both:
 
-    .venv/bin/python -m pytest -m slow tests/test_toolchains.py   # RXLAB_EXTRA_BUILD=<key> picks the build
+    .venv/bin/python -m pytest -m slow tests/studies/test_toolchains.py   # RXLAB_EXTRA_BUILD=<key> picks it
 
-(it skips when no other finished build is in the cache: see `python -m rxlab.studies.toolchains.study matrix`).
+(it skips when no other finished build is in the cache:
+`python -m rxlab.studies.toolchains.study matrix` lists the commands that make them).
 """
 from __future__ import annotations
 
@@ -18,13 +20,29 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_builds import fake_build
 
+from rxlab import studies
 from rxlab.bench import driver
-from rxlab.core import builds, figures, store
-from rxlab.studies.toolchains import study as toolchains
+from rxlab.core import builds, store
+from rxlab.core.study import manifest
+from rxlab.studies.toolchains import STUDY, child, figures, findings, relative, tables
+from rxlab.studies.toolchains.params import TESTS, Params
+from rxlab.studies.toolchains.study import spec_for
+
+pytestmark = pytest.mark.timeout(300)
 
 DEFAULT = builds.installed_build().name
+
+
+def fake_build(cache: Path, key: str, **rec) -> Path:
+    """A finished build's record in a cache (no library: enough for the parameters and the plan)."""
+    d = cache / "rocksdb" / key
+    (d / "bin").mkdir(parents=True)
+    (d / "bin" / "db_bench").write_text("#!/bin/sh\n")
+    version, cc = key.split("-", maxsplit=1)[0], "clang" if "clang" in key else "gcc"
+    (d / "build.json").write_text(json.dumps({"version": version, "cc": cc, "lto": key.endswith("-lto"),
+                                              "key": key, "compiler": cc, **rec}))
+    return d
 
 
 @pytest.fixture
@@ -35,6 +53,8 @@ def two_fake_builds(tmp_path, monkeypatch):
     fake_build(tmp_path / "cache", "9.10.0-clang16-lto", lto=True)
     return ["9.10.0-gcc12", "9.10.0-clang16", "9.10.0-clang16-lto"]
 
+
+# ------------------------------------------------------------------ parameters and the plan
 
 @pytest.mark.parametrize(("kw", "message"), [
     ({"scale": "huge"}, "scale='huge': allowed are smoke, small, full"),
@@ -47,37 +67,39 @@ def two_fake_builds(tmp_path, monkeypatch):
     ({"duration": -1}, "duration=-1: expected None or seconds 0.1..3600"),
     ({"threads": 0}, "threads=0: expected an integer 1..64"),
     ({"write_rate_limit": "1"}, "write_rate_limit='1': expected a size of at least 1024 bytes"),
-    ({"colour": "red"}, "unknown parameter 'colour': allowed are builds, base"),
+    ({"colour": "red"}, "unknown parameter 'colour': allowed are scale, builds, base"),
 ])
 def test_bad_parameters_fail_in_one_line(kw, message):
     with pytest.raises(ValueError) as e:
-        toolchains.Params.checked(**{"scale": "smoke", **kw})
+        STUDY.params(**{"scale": "smoke", **kw})
     assert message in str(e.value) and "\n" not in str(e.value)
 
 
 def test_the_defaults_run_the_installed_build_against_itself():
-    p = toolchains.Params.checked(scale="smoke")
+    p = STUDY.params(scale="smoke")
     assert p.builds == [DEFAULT] and p.base == DEFAULT
-    assert toolchains.Params.checked(scale="smoke", builds=["default"], base="default").builds == [DEFAULT]
+    assert STUDY.params(scale="smoke", builds=["default"], base="default").builds == [DEFAULT]
     s = p.settings()
     assert s.cache_size >= 2 * s.db_bytes      # the DB is cached by RocksDB
     assert s.repeats >= 2                      # a spread even at smoke scale
+    assert isinstance(p, Params) and STUDY.params().scale == "small"
 
 
 def test_the_plan_rotates_the_build_order_each_repetition(two_fake_builds):
     a, b, c = two_fake_builds
-    p = toolchains.Params.checked(scale="small", builds=[b, c], base=a, repeats=3)
+    p = STUDY.params(scale="small", builds=[b, c], base=a, repeats=3)
     assert p.builds == [a, b, c]               # the base joins the set
-    order = toolchains.plan(p)
+    order = STUDY.plan(p)
     assert list(order["build"]) == [a, b, c, b, c, a, c, a, b]
     assert list(order["toolchain"]) == ["gcc", "clang", "clang+LTO", "clang", "clang+LTO", "gcc", "clang+LTO",
                                         "gcc", "clang"]
+    assert list(order["rep"]) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     assert set(order["module"]) == {"to compile"}
 
 
 def test_the_spec_runs_the_posts_steps_on_a_cached_db():
-    s = toolchains.Params.checked(scale="smoke").settings()
-    spec = toolchains.spec_for(s, "/tmp/x", "n", seed=0)
+    s = STUDY.params(scale="smoke").settings()
+    spec = spec_for(s, "/tmp/x", "n", seed=0)
     steps = driver.expand(spec["steps"])
     labels = [st["label"] for st in steps]
     assert labels == ["fillseq", "warmup", "readwhilewriting", "fwdrangewhilewriting", "revrangewhilewriting",
@@ -85,20 +107,24 @@ def test_the_spec_runs_the_posts_steps_on_a_cached_db():
     rev = [st.get("reverse_iterator") for st in steps if st["name"] == "seekrandomwhilewriting"]
     assert rev == [False, True]
     assert spec["cache_size"] >= 2 * s.db_bytes and spec["write_rate_limit"] == s.write_rate_limit
-    one = toolchains.Params.checked(scale="smoke", tests=["readww"]).settings()
-    only = toolchains.spec_for(one, "/x", "n", 0)
-    assert only["steps"] == ["readwhilewriting"]
+    assert (spec["key_size"], spec["value_size"]) == (16, 400)
+    assert spec_for(STUDY.params(scale="smoke", value_size=100).settings(), "/x", "n", 0)["value_size"] == 100
+    one = STUDY.params(scale="smoke", tests=["readww"]).settings()
+    assert spec_for(one, "/x", "n", 0)["steps"] == ["readwhilewriting"]
 
+
+# ------------------------------------------------------------------ a child process per run
 
 def test_a_child_runs_on_the_default_build_and_the_run_records_it(tmp_path):
-    s = toolchains.Params.checked(scale="smoke", tests=["fillseq", "readww"], duration=0.2).settings()
-    spec = toolchains.spec_for(s, str(tmp_path / "db"), f"toolchains-test-{DEFAULT}-r0", seed=0)
+    s = STUDY.params(scale="smoke", tests=["fillseq", "readww"], duration=0.2).settings()
+    spec = spec_for(s, str(tmp_path / "db"), f"toolchains-test-{DEFAULT}-r0", seed=0)
     spec["num"] = 3000
-    run = toolchains.run_child(DEFAULT, spec, root=tmp_path / "runs")
+    run = child.run_child(DEFAULT, spec, root=tmp_path / "runs", meta={"toolchain": "gcc", "base": DEFAULT})
     assert store.is_complete(run)
     cat = store.catalog(tmp_path / "runs", runs=[run])
     assert set(cat["rocksdb_build"]) == {DEFAULT}
     assert set(cat["run_name"]) == {f"toolchains-test-{DEFAULT}-r0"}
+    assert set(cat["spec.toolchain"]) == {"gcc"} and set(cat["spec.base"]) == {DEFAULT}   # the study's labels
     assert list(cat["name"]) == ["fillseq", "warmup", "readwhilewriting"]
     assert (cat.loc[cat["name"] == "readwhilewriting", "writer_ops"] > 0).all()   # the writer wrote
 
@@ -110,11 +136,25 @@ def test_a_child_refuses_a_module_of_another_build(tmp_path):
     spec.write_text(json.dumps({"db": str(tmp_path / "db")}))
     env = {**os.environ, "RXLAB_CACHE": str(tmp_path / "cache")}
     env.pop("RXLAB_BUILD", None)
-    r = subprocess.run([sys.executable, "-m", "rxlab.studies.toolchains.study", "child", DEFAULT, str(spec)], env=env,
+    r = subprocess.run([sys.executable, "-m", child.ENTRY, "child", DEFAULT, str(spec)], env=env,
                        capture_output=True, text=True, check=False)
     assert r.returncode == 2 and "the module loaded is compiled against" in r.stderr, r.stderr
     assert not (tmp_path / "db").exists()
+    # the entry module runs once, as __main__ (the package does not import it first)
+    assert "RuntimeWarning" not in r.stderr, r.stderr
 
+
+def test_the_matrix_commands_cover_versions_and_toolchains():
+    cmds = child.matrix_commands()
+    assert len(cmds) == 3 * 3
+    assert all(c.startswith("nice -n 19 ionice -c3 rxlab build-rocksdb --version ") for c in cmds)
+    assert sum("--lto" in c for c in cmds) == 3 and sum("--cc clang" in c for c in cmds) == 6
+    r = subprocess.run([sys.executable, "-m", child.ENTRY, "matrix"], capture_output=True, text=True,
+                       check=False)
+    assert r.returncode == 0 and r.stdout.splitlines() == cmds
+
+
+# ------------------------------------------------------------------ the statistics
 
 def frame(values: dict) -> pd.DataFrame:
     rows = [{"build": b, "test": t, "qps": q, "toolchain": tc, "version": "9.10.0"}
@@ -126,7 +166,7 @@ def test_relative_qps_and_its_interval():
     df = frame({("g", "gcc", "fillseq"): [100.0, 102.0, 98.0, 100.0],
                 ("c", "clang", "fillseq"): [110.0, 111.0, 109.0, 110.0],
                 ("c1", "clang", "fillseq"): [130.0]})
-    rel = toolchains.relative_qps(df, "g").set_index("build")
+    rel = relative.relative_qps(df, "g").set_index("build")
     assert rel.loc["g", "rel"] == 1.0 and rel.loc["g", "lo"] < 1 < rel.loc["g", "hi"]
     assert rel.loc["c", "rel"] == pytest.approx(1.10)
     assert 1.0 < rel.loc["c", "lo"] < 1.10 < rel.loc["c", "hi"] < 1.2   # significant, and not absurdly wide
@@ -138,7 +178,7 @@ def test_relative_qps_and_its_interval():
     # wider spread, wider interval
     noisy = frame({("g", "gcc", "fillseq"): [80.0, 120.0, 90.0, 110.0],
                    ("c", "clang", "fillseq"): [100.0, 120.0, 110.0, 110.0]})
-    nrel = toolchains.relative_qps(noisy, "g").set_index("build")
+    nrel = relative.relative_qps(noisy, "g").set_index("build")
     assert nrel.loc["c", "hi"] - nrel.loc["c", "lo"] > rel.loc["c", "hi"] - rel.loc["c", "lo"]
 
 
@@ -148,8 +188,8 @@ def test_paired_repetitions_cancel_the_drift_they_share():
     rows = [{"build": b, "test": "fillseq", "rep": i, "qps": q * f, "toolchain": tc, "version": "9.10.0"}
             for b, tc, f in (("g", "gcc", 1.0), ("c", "clang", 1.1)) for i, q in enumerate(drift)]
     df = pd.DataFrame(rows)
-    paired = toolchains.relative_qps(df, "g").set_index("build")
-    unpaired = toolchains.relative_qps(df, "g", paired=False).set_index("build")
+    paired = relative.relative_qps(df, "g").set_index("build")
+    unpaired = relative.relative_qps(df, "g", paired=False).set_index("build")
     assert paired.loc["c", "method"] == "paired" and unpaired.loc["c", "method"] == "unpaired"
     assert paired.loc["c", "rel"] == pytest.approx(1.1)
     assert paired.loc["c", "hi"] - paired.loc["c", "lo"] < 1e-9        # the drift is gone
@@ -157,7 +197,7 @@ def test_paired_repetitions_cancel_the_drift_they_share():
     assert paired.loc["g", "method"] == "unpaired"                     # the base row is the noise floor
 
 
-def test_by_version_each_build_is_against_gcc_of_its_own_version(tmp_path, monkeypatch):
+def test_by_version_each_build_is_against_gcc_of_its_own_version(tmp_path):
     # 7.8.3 is half as fast as 9.10.0 whatever the compiler; clang is +10% in both versions
     rows = [{"build": f"{v}-{tc}", "test": t, "rep": i, "qps": q * speed * f, "toolchain": tc, "version": v}
             for v, speed in (("7.8.3", 0.5), ("9.10.0", 1.0))
@@ -165,51 +205,129 @@ def test_by_version_each_build_is_against_gcc_of_its_own_version(tmp_path, monke
             for t in ("fillseq", "overwrite") for i, q in enumerate([100.0, 104.0, 97.0])]
     df = pd.DataFrame([*rows, {"build": "9.11.2-clang", "test": "fillseq", "rep": 0, "qps": 1.0,
                                "toolchain": "clang", "version": "9.11.2"}])  # no gcc build of 9.11.2
-    rv = toolchains.relative_by_version(df)
+    rv = relative.relative_by_version(df)
     assert set(rv["version"]) == {"7.8.3", "9.10.0"}                    # nothing to compare 9.11.2 with
     assert (rv["base"] == rv["version"] + "-gcc").all()
     got = rv.set_index(["build", "test"])["rel"]
     assert got[("7.8.3-clang", "fillseq")] == pytest.approx(1.1) and got[("9.10.0-clang+LTO", "overwrite")] \
         == pytest.approx(1.2)
     # against one base build instead, 7.8.3's clang would look 45% slower: the version, not the compiler
-    assert toolchains.relative_qps(df, "9.10.0-gcc").set_index(["build", "test"]).loc[
+    assert relative.relative_qps(df, "9.10.0-gcc").set_index(["build", "test"]).loc[
         ("7.8.3-clang", "fillseq"), "rel"] == pytest.approx(0.55)
-    summ = toolchains.by_version_summary(rv)
+    summ = relative.by_version_summary(rv)
     assert list(summ["toolchain"]) == ["gcc", "clang", "clang+LTO"] * 2
     lto = summ[(summ["version"] == "9.10.0") & (summ["toolchain"] == "clang+LTO")].iloc[0]
     assert lto["mean_pct"] == pytest.approx(20.0) and lto["faster"] == 2 and lto["slower"] == 0
-    monkeypatch.setenv("RXLAB_FIGURES", str(tmp_path))
-    fig = toolchains.fig_relative(rv, "gcc of the same version")
-    figures.save(fig, "byversion")
+    # the figure's table names every build and its base; drawn, it has a point per build and test
+    t = figures.relative_rows(rv)
+    here = t[t["kind"] == "here"]
+    assert set(here["build"]) == set(rv["build"]) and set(here["base"]) == {"7.8.3-gcc", "9.10.0-gcc"}
+    fig = figures.draw_relative(t)
+    assert fig.axes[0].get_title().startswith("QPS relative to gcc of the same version")
+    assert len(fig.axes[0].get_legend().get_texts()) == 6 + 6   # six builds, two toolchains x three servers
+    fig.savefig(tmp_path / "byversion.png")
     assert (tmp_path / "byversion.png").stat().st_size > 0
     assert "RocksDB 7.8.3, against 7.8.3-gcc: clang +10.0% (faster in 2, slower in 0 of 2" in \
-        toolchains.findings_by_version(rv)
+        findings.by_version(rv)
 
 
 def test_the_posts_numbers_beside_ours():
-    pub = toolchains.published_relative()
+    pub = tables.published_relative()
     one = pub[(pub["server"] == "pn53") & (pub["test"] == "fillseq")].set_index("toolchain")["rel"]
     assert one["clang"] == pytest.approx(1.11) and one["clang+LTO"] == pytest.approx(1.15)
     readww = pub[(pub["server"] == "pn53") & (pub["test"] == "readww") & (pub["toolchain"] == "clang")]
     assert readww["rel"].item() == pytest.approx(0.95)                       # "~5% less"
     arm = pub[(pub["server"] == "arm") & (pub["test"] == "overwrite")]
     assert set(arm["rel"]) == {1.0} and arm["similar"].all()                  # "similar"
-    assert set(pub["test"]) == set(toolchains.TESTS)
-    df = frame({("g", "gcc", t): [100.0, 101.0] for t in toolchains.TESTS})
-    rel = toolchains.relative_qps(df, "g")
-    table = toolchains.side_by_side(rel, pub)
-    assert list(table.index) == list(toolchains.TESTS)
+    assert set(pub["test"]) == set(TESTS)
+    df = frame({("g", "gcc", t): [100.0, 101.0] for t in TESTS})
+    rel = relative.relative_qps(df, "g")
+    table = tables.side_by_side(rel, pub)
+    assert list(table.index) == list(TESTS)
     assert table.loc["fillseq", "post clang/gcc pn53"] == pytest.approx(1.11)
-    text = toolchains.findings(rel, "g", pub)
+    text = findings.against_base(rel, "g", pub)
     assert "Only one build (g) ran" in text and "~10% more QPS with clang+LTO than gcc" in text
 
 
-def test_the_matrix_commands_cover_versions_and_toolchains():
-    cmds = toolchains.matrix_commands()
-    assert len(cmds) == 3 * 3
-    assert all(c.startswith("nice -n 19 ionice -c3 rxlab build-rocksdb --version ") for c in cmds)
-    assert sum("--lto" in c for c in cmds) == 3 and sum("--cc clang" in c for c in cmds) == 6
+# ------------------------------------------------------------------ a real smoke study
 
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    root = tmp_path_factory.mktemp("toolchain-runs")
+    p = STUDY.params(scale="smoke", tests=["fillseq", "readww", "overwrite"], duration=0.2,
+                     db_dir=str(tmp_path_factory.mktemp("toolchain-db")))
+    return p, STUDY.run(p, root=root, progress=False)
+
+
+def test_every_run_is_a_child_on_its_build_stored_and_found_again(study):
+    p, res = study
+    assert len(res.runs) == len(STUDY.plan(p)) == 2 and all(store.is_complete(r) for r in res.runs)
+    f = res.frame
+    assert len(f) == 2 * 3 and set(f["test"]) == {"fillseq", "readww", "overwrite"}
+    assert set(f["build"]) == set(f["rocksdb_build"]) == {DEFAULT} and res.builds == [DEFAULT]
+    assert set(f["toolchain"]) == {"gcc"} and set(f["base"]) == {DEFAULT} and sorted(set(f["rep"])) == [0, 1]
+    assert (f["qps"] > 0).all() and res.base == DEFAULT
+    m = manifest(res.root, res.study)
+    assert m["status"] == "complete" and m["study"] == "toolchains" and m["params"]["builds"] == [DEFAULT]
+    again = STUDY.load(res.root)
+    assert again is not None and again.study == res.study and again.base == DEFAULT
+    assert again.relative[["build", "test", "rel"]].equals(res.relative[["build", "test", "rel"]])
+    assert not list(Path(p.db_dir).iterdir())             # the DBs are gone, the runs stay
+
+
+def test_tables_and_findings_of_the_base_build_alone(study):
+    _, res = study
+    rel = STUDY.table("relative", res)
+    assert set(rel["test"]) == {"fillseq", "readww", "overwrite"} and (rel["rel"] == 1.0).all()
+    assert (rel["n"] == 2).all() and (rel["lo"] < 1).all()          # the noise floor of two repetitions
+    post = STUDY.table("post", res)
+    assert f"{DEFAULT} rel" in post.columns and "post clang+LTO/gcc pn53" in post.columns
+    assert list(STUDY.table("by_version", res)["build"]) == [DEFAULT]
+    text = STUDY.findings(res)
+    assert f"Only one build ({DEFAULT}) ran" in text and "Noise floor" in text
+
+
+def test_each_figure_is_redrawn_from_its_saved_table_alone(study, tmp_path):
+    _, res = study
+    assert list(STUDY.figures) == ["toolchains_relative_qps", "toolchains_relative_by_version",
+                                   "toolchains_qps"]
+    for name, spec in STUDY.figures.items():
+        STUDY.figure(name, res, directory=tmp_path)
+        side = json.loads((tmp_path / f"{name}.json").read_text())
+        assert side["rocksdb_builds"] == [DEFAULT] and side["study_id"] == res.study
+        assert len(side["runs"]) == 2
+        assert side["scale"] == "smoke" and "/" not in json.dumps(side["runs"])
+        table = pd.read_csv(tmp_path / f"{name}.csv")
+        assert len(table) == side["table"]["rows"] > 0
+        assert DEFAULT in set(table["build"].dropna())               # the table names the builds it compares
+        fig = spec.draw(table, **side["draw_args"])
+        assert fig.axes and all(ax.has_data() for ax in fig.axes)
+    t = pd.read_csv(tmp_path / "toolchains_relative_qps.csv")
+    assert set(t["kind"]) == {"here", "post"}
+    assert set(t.loc[t["kind"] == "post", "test"]) == {"fillseq", "readww", "overwrite"}
+    q = pd.read_csv(tmp_path / "toolchains_qps.csv")
+    assert (q["kind"] == "rep").sum() == 6 and (q["kind"] == "mean").sum() == 3
+
+
+def test_the_study_is_registered_and_its_outputs_are_written(study, tmp_path):
+    _, res = study
+    assert studies.get("toolchains") is STUDY and studies.get("70") is STUDY
+    assert studies.figure_owner("toolchains_qps") is STUDY
+    done = STUDY.save_outputs(res, tmp_path)
+    assert done["figures"] == list(STUDY.figures) and not done["failed"]
+    names = {p.name for p in (tmp_path / "tables").iterdir()}
+    assert {"toolchains_relative.tex", "toolchains_post.md", "toolchains_published.csv"} <= names
+    assert "Noise floor" in (tmp_path / "findings.md").read_text()
+
+
+def test_study_frame_ignores_other_runs(tmp_path):
+    with store.RunWriter(tmp_path, {"name": "toolchains-nostudy-x-r0"}, {"hostname": "h"}) as w:
+        w.add_step({"name": "fillseq", "ops": 1, "wall_s": 1.0})
+    assert STUDY.frame(store.catalog(tmp_path)).empty
+    assert STUDY.load(tmp_path) is None
+
+
+# ------------------------------------------------------------------ another build (slow)
 
 def extra_build() -> str | None:
     want = os.environ.get("RXLAB_EXTRA_BUILD")
@@ -227,8 +345,8 @@ def test_an_extra_build_runs_in_its_own_process_with_its_own_module(request, tmp
         pytest.skip("compiles the module against an extra build: run with -m slow")
     key = extra_build()
     if key is None:
-        pytest.skip("no finished build besides the default: `python -m rxlab.studies.toolchains.study matrix` "
-                    "lists the commands")
+        pytest.skip("no finished build besides the default: "
+                    "`python -m rxlab.studies.toolchains.study matrix` lists the commands")
     mod = builds.ensure_module(key, jobs=2)
     assert mod is not None and builds.module_current(key)
     assert sorted(mod.glob("_core*.so")) and (mod / "librxlab_plugin.so").is_file()
@@ -246,11 +364,10 @@ def test_an_extra_build_runs_in_its_own_process_with_its_own_module(request, tmp
     assert Path(plugin).parent == mod
     assert Path(lib).resolve().is_relative_to(Path(want).resolve())
     # the study over both builds, each run in its own child, each run recording its build
-    p = toolchains.Params.checked(scale="smoke", builds=[DEFAULT, key], repeats=2,
-                                  tests=["fillseq", "readww"])
-    res = toolchains.run_study(p, progress=False, root=tmp_path / "runs")
-    df = toolchains.study_frame(res)
-    assert sorted(set(df["build"])) == sorted({DEFAULT, key})
+    p = STUDY.params(scale="smoke", builds=[DEFAULT, key], repeats=2, tests=["fillseq", "readww"])
+    res = STUDY.run(p, root=tmp_path / "runs", progress=False)
+    df = res.frame
+    assert sorted(set(df["build"])) == sorted({DEFAULT, key}) and sorted(res.builds) == sorted({DEFAULT, key})
     assert len(df) == 2 * 2 * 2
-    rel = toolchains.relative_qps(df, DEFAULT)
+    rel = res.relative
     assert set(rel["build"]) == {DEFAULT, key} and rel["rel"].gt(0).all()

@@ -672,7 +672,7 @@ OWN = {"posix": ("rxlab backend", "clock reads (vDSO)"), "default": ("RocksDB po
 
 
 def classify_leaf(frame: str) -> str:
-    """The OWN_CLASSES class of one leaf frame (as rxlab.studies.cpu_breakdown.frame_name spells it)."""
+    """The OWN_CLASSES class of one leaf frame (as rxlab.bench.perf.frame_name spells it)."""
     for name, pattern in OWN_CLASSES:
         if re.search(pattern, frame):
             return name

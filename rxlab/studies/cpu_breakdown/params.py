@@ -1,0 +1,98 @@
+"""The CPU breakdown's parameters: the backend, perf's sampling, and the IO-efficiency study's DB and scales.
+
+The DB is the IO-efficiency seed's (its sequence, Settings and scale presets
+come from rxlab.studies.io_efficiency), so the three tests read the trees the
+first seed describes: readrandom a tree of several levels with bloom filters,
+readrandom2 one level after a full compaction, readrandom3 the same without
+bloom filters.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import pandas as pd
+
+from rxlab.core import params as checks
+from rxlab.core import study
+from rxlab.core.study import settings_table
+from rxlab.studies.io_efficiency import SEED_TESTS
+from rxlab.studies.io_efficiency import Params as IoEfficiencyParams
+from rxlab.studies.io_efficiency import Settings as IoEfficiencySettings
+
+SEED_FILE = "blog-2025-12-01-rocksdb-gcc-vs-clang-and-more.txt"
+IOEFF_SEED_FILE = "blog-2025-10-23-rocksdb-io-efficiency-point-queries.txt"   # the tests' seed
+PUBLISHED = (f"{SEED_FILE}: gccclang_flamegraph (Flamegraphs: percentage of samples)",
+             f"{IOEFF_SEED_FILE}: readrandom, readrandom2, readrandom3 (the tests)")
+TESTS = tuple(SEED_TESTS)                # readrandom, readrandom2, readrandom3
+KEY_SIZE = 16                            # the seeds' db_bench default
+BLOCK_BYTES = 8192                       # the IO-efficiency seed's block size
+PROFILE, TIMERS = "profile", "timers"    # the two kinds of read step
+TIMER_PERF_LEVEL = 5                     # kEnableTimeAndCPUTimeExceptForMutex: timers and CPU timers
+PROFILE_PERF_LEVEL = 1                   # kDisable, db_bench's default: no timer cost in the profile
+REPEATS = {"smoke": 1, "small": 2, "full": 3}
+SMOKE_DURATION = 0.5                     # seconds per read step at smoke (ioeff's is 1 s): CI's budget
+
+
+@dataclass
+class Params(study.StudyParams):
+    """The study's parameters (the notebook's papermill parameters).
+
+    backend: default (RocksDB's own posix file system, as the seed's db_bench
+    used) or an rxlab engine URI. threads: clients of the read steps.
+    scale: smoke | small | full (ioeff's presets: DB size, cache, durations).
+    call_graph: dwarf | fp. frequency: samples per second per thread.
+    repeats: profiled and timed step pairs per test (None: the scale's).
+    duration: seconds per read step (None: the scale's). value_size, db_size,
+    db_dir: as in rxlab.studies.io_efficiency.
+    """
+
+    backend: str = "default"
+    threads: int = 1
+    call_graph: str = "dwarf"
+    frequency: int = 999
+    repeats: int | None = None
+    duration: float | None = None
+    value_size: int = 400
+    db_size: int | str | None = None
+    db_dir: str | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.backend = checks.backend(self.backend)
+        if not (checks.is_int(self.threads) and 1 <= self.threads <= 64):
+            checks.fail("threads", self.threads, "expected an integer 1..64")
+        self.threads = int(self.threads)
+        checks.choice("call_graph", self.call_graph, ("dwarf", "fp"))
+        if not (checks.is_int(self.frequency) and 10 <= self.frequency <= 10_000):
+            checks.fail("frequency", self.frequency, "expected samples per second, an integer 10..10000")
+        if self.repeats is not None and not (checks.is_int(self.repeats) and 1 <= self.repeats <= 20):
+            checks.fail("repeats", self.repeats, "expected None (the scale's) or an integer 1..20")
+        self.db_dir = checks.db_dir(self.db_dir)
+        self.ioeff_params()  # value_size, duration, db_size and the free disk, checked by ioeff
+
+    def ioeff_params(self) -> IoEfficiencyParams:
+        """The IO-efficiency study's parameters that build the same DB (one client count, block_align)."""
+        return IoEfficiencyParams(backend=self.backend, threads=[self.threads], scale=self.scale,
+                                  db_dir=self.db_dir, block_align=[True], repeats=1,
+                                  value_size=self.value_size, duration=self.duration, db_size=self.db_size)
+
+    def settings(self) -> IoEfficiencySettings:
+        """ioeff's scale resolved here, with this study's repetitions (and shorter read steps at smoke)."""
+        s = self.ioeff_params().settings()
+        repeats = self.repeats if self.repeats is not None else REPEATS[self.scale]
+        if self.scale == "smoke" and self.duration is None:
+            s = dataclasses.replace(s, duration=SMOKE_DURATION,
+                                    revrange_duration=min(s.revrange_duration, SMOKE_DURATION))
+        return dataclasses.replace(s, repeats=repeats)
+
+    def table(self) -> pd.DataFrame:
+        """The settings as the notebook shows them: the DB's, then the steps' and perf's."""
+        s = self.settings()
+        t = s.table().drop(index=["fio runtime (+ ramp)", "fio file", "repeats"], errors="ignore")
+        extra = settings_table([
+            ("read steps per test", f"{s.repeats} profiled + {s.repeats} timed (PerfContext level "
+                                    f"{TIMER_PERF_LEVEL})"),
+            ("sampling", f"perf record -e cpu-clock -F {self.frequency} --call-graph {self.call_graph}"),
+            ("backend", self.backend), ("clients", self.threads)])
+        return pd.concat([t, extra])
