@@ -126,7 +126,8 @@ def test_fit_on_the_published_rows():
 IOSTAT_ONLY = {"overlap_us", "overlap_per_thread_us"}  # held unless device="iostat"
 REMOTE = {"remote_us", "remote_per_thread_us"}
 STEAL = {"steal_factor"}  # held without rows whose stealPer varies (the synthetic rows carry none)
-SIZE = {"size_penalty_us_per_kib", "size_penalty_per_thread_us_per_kib"}  # held without rows whose reads were woken away from the interrupt's CPU
+# held without rows whose reads differ in size (block_align off, fio reading unaligned blocks)
+SIZE = {"size_penalty_us_per_kib", "size_penalty_per_thread_us_per_kib"}
 TRUE = {"dev_1_us": 35.0, "dev_per_thread_us": 6.0, "delay_offset_us": 40.0,
         "size_penalty_us_per_kib": 20.0, "size_penalty_per_thread_us_per_kib": 4.0, "wait_us": 10.0,
         "wait_per_thread_us": 2.0}
@@ -530,7 +531,8 @@ def test_fio_reading_unaligned_blocks_carries_the_size_penalty_to_more_clients()
     """Without block_align, a read is a little over 8 KiB and starts anywhere in a page; on these
     VMs that costs more per KiB with two readers than with one (notebook 20). A fit on one
     client's RocksDB rows learns the per-client slope only from fio reading such blocks at
-    every client count (ioeff.FIO_UNALIGNED_TOOL); without those rows it is held at 0."""
+    every client count (rxlab.studies.io_efficiency's FIO_UNALIGNED_TOOL); without those rows it is
+    held at 0."""
     truth = {**TRUE, "size_penalty_per_thread_us_per_kib": 25.0, "wait_per_thread_us": 0.0}
     df = synthetic(seed=7, threads=(1, 2, 3), delays=(0,), reps=1, median_of=3, p=truth, unaligned_fio=True)
     one = (df["threads"] == 1).to_numpy()
@@ -547,3 +549,22 @@ def test_fio_reading_unaligned_blocks_carries_the_size_penalty_to_more_clients()
     assert "size_penalty_per_thread_us_per_kib" in ev0.fit.held
     off = ev0.rows[ev0.rows["block_align"] == False]  # noqa: E712
     assert off["err_iops_pct"].abs().max() > 3.0
+
+
+def test_the_package_keeps_the_modules_public_names():
+    """rxlab.core.model became a package (seed, rows, terms, fit, evaluate): `from rxlab.core import
+    model` gives the same public names, and the old flat path `rxlab.model` still finds it."""
+    import importlib  # noqa: PLC0415 - the old path warns on import: only here
+    import warnings  # noqa: PLC0415
+
+    for name in ("PARAMS", "DEVICES", "NEUTRAL", "RUNQ", "AWAY", "STEAL", "SEED_TESTS", "SEED_BLOOM",
+                 "SEED_DEVICE_US", "SEED_LIBC_KERNEL_US", "DEFAULT_BS_KIB", "AWAY_SPREAD", "SIZE_SPREAD_KIB",
+                 "STEAL_SPREAD_US", "DELAY_SMOOTH_US", "Evaluation", "ModelFit", "evaluate", "fit",
+                 "latency_gap", "published_frame", "seed_model", "seed_model_table", "seed_model_unrounded",
+                 "sensitivity"):
+        assert name in model.__all__ and getattr(model, name) is not None, name
+    assert list(model.PARAMS)[:2] == ["dev_1_us", "dev_per_thread_us"] and len(model.PARAMS) == 12
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        old = importlib.import_module("rxlab.model")
+    assert old.fit is model.fit and old.ModelFit is model.ModelFit

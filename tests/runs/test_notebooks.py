@@ -11,22 +11,25 @@ figures/index.md (a speed goal, not an assertion).
 """
 from __future__ import annotations
 
+import ast
 import json
 import time
 from pathlib import Path
 
 import nbformat
+import papermill
 import pytest
 
-papermill = pytest.importorskip("papermill")
+from rxlab import studies
+from rxlab.runs.notebooks import notebook_index, run_notebook
+from rxlab.runs.report import report
 
 # The module's first smoke test runs every notebook (the report fixture): minutes in all.
 pytestmark = pytest.mark.timeout(1500)
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
-EXTS = ("pdf", "svg", "png", "json")
-from rxlab.runs.notebooks import notebook_index
+EXTS = ("pdf", "svg", "png", "csv", "json")
 
 INDEX = {nb.name: nb for nb in notebook_index()}
 FIGURES = {name: list(nb.figures) for name, nb in INDEX.items()}
@@ -68,18 +71,24 @@ def error_outputs(nb) -> list[str]:
             if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
 
 
-def test_every_notebook_declares_its_figures_and_seed():
+def test_every_study_has_its_notebook_and_every_notebook_its_place():
+    """The registry is the one source: each study names its notebook, figures and seed; a notebook that
+    belongs to no study is an exploration notebook (it draws no registered figure)."""
     assert set(IOEFF_NOTEBOOKS) <= set(INDEX)
     seeds = REPO.parent / "shared" / "seeds"
+    by_notebook = {s.notebook: s for s in studies.every()}
+    assert set(by_notebook) <= set(INDEX), "a study's notebook is missing"
     for name, nb in INDEX.items():
-        if name.startswith("00_"):
-            continue  # the start-here notebook reproduces no seed
-        assert nb.figures, f"{name}: metadata.rxlab.core.figures is empty"
-        assert nb.seed, f"{name}: metadata.rxlab.seed is missing"
+        s = by_notebook.get(name)
+        if s is None or name.startswith("00_"):
+            assert not nb.figures or s is not None, name
+            continue
+        assert nb.study == s.name and nb.figures == tuple(s.figures) and nb.figures, name
+        assert nb.seed and s.seed == nb.seed, name
         if seeds.is_dir():
             assert (seeds / nb.seed).is_file(), (name, nb.seed)
     all_figures = [f for nb in INDEX.values() for f in nb.figures]
-    assert len(all_figures) == len(set(all_figures)), "two notebooks save a figure of the same name"
+    assert len(all_figures) == len(set(all_figures)), "two studies save a figure of the same name"
 
 
 @pytest.mark.parametrize("name", list(FIGURES))
@@ -89,24 +98,21 @@ def test_the_notebooks_are_parameterized_for_papermill(name):
     assert "parameters" in code[0].metadata.get("tags", []), name      # the first code cell
     found = papermill.inspect_notebook(str(NOTEBOOKS / f"{name}.ipynb"))
     params = {k: v["default"] for k, v in found.items()}
-    import ast
-
-    assigned = [t.id for node in ast.parse(code[0].source).body if isinstance(node, ast.Assign) for t in node.targets]
+    assigned = [t.id for node in ast.parse(code[0].source).body if isinstance(node, ast.Assign)
+                for t in node.targets]
     assert list(params) == assigned, f"{name}: papermill cannot read every parameter (quotes in a comment?)"
     assert "scale" in params and params["scale"] in ('"small"', '"smoke"'), name
-    assert ".checked(" in code[1].source, name                          # validation: the next cell
+    # validation: the next cell takes the study from the registry and checks its parameters
+    assert "studies.get(" in code[1].source and ".params(" in code[1].source, name
     assert not any(c.get("outputs") for c in code), f"{name}: commit the notebook without outputs"
     if name in IOEFF_NOTEBOOKS:
         assert {"backend", "threads", "scale", "block_align", "db_dir", "repeats"} <= set(params), name
         assert (params["backend"], params["threads"], params["scale"]) == ('"posix"', "[1, 2]", '"small"')
-        assert "ioeff.Params.checked(" in code[1].source, name
 
 
 @pytest.fixture(scope="module")
 def smoke_report(lab):
     """`rxlab report --scale smoke` once for the module: every notebook in order, figures and index."""
-    from rxlab.runs.report import report
-
     outcomes = report("smoke", figures_dir=lab["figures"], out_dir=lab["out"], runs_root=lab["runs"],
                       progress=False)
     return {o.notebook: o for o in outcomes}
@@ -122,13 +128,14 @@ def test_notebook_runs_at_smoke_scale(name, lab, smoke_report):
     assert o.runs, "no run stored"
     runs = {p.name for p in lab["runs"].iterdir() if not p.name.startswith(".")}
     assert {Path(r).name for r in o.runs} <= runs
-    assert set(o.figures) == set(FIGURES[name]), "the figures saved are not the ones the metadata declares"
+    assert set(o.figures) == set(FIGURES[name]), "the figures saved are not the ones its study declares"
     for fig in FIGURES[name]:
         for ext in EXTS:
             p = lab["figures"] / f"{fig}.{ext}"
             assert p.is_file() and p.stat().st_size > 0, p
         side = json.loads((lab["figures"] / f"{fig}.json").read_text())
-        assert side["runs"] and {Path(r).name for r in side["runs"]} <= runs, fig
+        assert side["runs"] and set(side["runs"]) <= runs, fig       # run ids, no path
+        assert side["scale"] == "smoke" and side["study"] == INDEX[name].study, fig
         assert any(INDEX[name].seed in s for s in side["published_sources"]), fig
 
 
@@ -166,13 +173,11 @@ def test_a_bad_parameter_fails_in_the_validation_cell(name, parameters, message,
     # cells that point at the error, so count code cells)
     first_after = next(i for i in range(injected + 1, len(nb.cells)) if nb.cells[i].cell_type == "code")
     assert failed == [first_after]
-    assert ".Params.checked(" in nb.cells[failed[0]].source
+    assert ".params(" in nb.cells[failed[0]].source
 
 
 def test_a_failing_notebook_is_reported_in_one_line_and_kept(lab):
     """run_notebook, which report and sweep use, records a failure instead of raising."""
-    from rxlab.runs.notebooks import run_notebook
-
     o = run_notebook("00", lab["out"] / "failing.ipynb", {"backend": "nosuch", "scale": "smoke"},
                      runs_root=lab["runs"], figures_dir=lab["figures"])
     assert o.status == "failed" and o.runs == [] and o.figures == []

@@ -1,4 +1,4 @@
-"""rxlab.studies.perf_model.device_load: the disk's latency against what the vCPUs do (real IO, a real spinner)."""
+"""rxlab.studies.perf_model.device_load: the disk's latency against what the vCPUs do (real IO, spinner)."""
 from __future__ import annotations
 
 import os
@@ -23,8 +23,7 @@ pytestmark = pytest.mark.timeout(300)
 def test_each_setting_runs_stored_with_its_think_time_and_its_busy_neighbour(tmp_path):
     work, runs = tmp_path / "work", tmp_path / "runs"
     work.mkdir()
-    df = device_load.measure(work, size=32 << 20, runtime=0.4, repeats=1, think_us=(0, 60), root=runs,
-                             progress=False)
+    df = device_load.measure(work, size=32 << 20, runtime=0.4, repeats=1, think_us=(0, 60), root=runs)
     assert len(df) == 4 and not list(work.iterdir())           # its file is gone
     assert set(zip(df["think_us"], df["neighbour"], strict=True)) == {
         (0.0, "idle"), (60.0, "idle"), (0.0, "busy"), (60.0, "busy")}
@@ -37,6 +36,14 @@ def test_each_setting_runs_stored_with_its_think_time_and_its_busy_neighbour(tmp
         assert by.loc[(t, "busy"), "busy_vcpus"] > by.loc[(t, "idle"), "busy_vcpus"] + 0.5
     assert (df["io.lat"] > 0).all() and (df["iops"] > 0).all()
     assert len(store.list_runs(runs)) == 4 and df["run"].notna().all()
+    # the stored runs read back as `run` returned them
+    back = device_load.frame(store.catalog(runs))
+    back = back.sort_values(["think_us", "neighbour"]).reset_index(drop=True)
+    want = df.sort_values(["think_us", "neighbour"]).reset_index(drop=True)
+    cols = ["think_us", "neighbour", "rep", "reader_cpu", "busy_cpu", "iops", "io.lat", "lat_us", "cpuPer",
+            "runqPer", "busy_vcpus"]
+    pd.testing.assert_frame_equal(back[cols], want[cols], check_dtype=False)
+    assert back["run"].tolist() == [Path(r).name for r in want["run"]]
 
 
 def test_summary_findings_and_figure_on_known_numbers():
@@ -59,7 +66,7 @@ def test_summary_findings_and_figure_on_known_numbers():
     close = s.assign(**{"io.lat_min": s["io.lat"] - 8.0, "io.lat_max": s["io.lat"] + 8.0})
     text = device_load.findings(close)
     assert "within the repetitions' spread (39.0-55.0 against 32.0-48.0 us), so no effect is shown" in text
-    fig = device_load.fig_device_load(s)
+    fig = device_load.draw_device_load(s)
     assert len(fig.axes[0].patches) == 4
     with pytest.raises(ValueError, match="no rows"):
         device_load.summary(pd.DataFrame())
@@ -75,7 +82,7 @@ def test_bad_input_one_line(tmp_path, kw, match):
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs two CPUs")
     with pytest.raises(ValueError, match=match) as e:
-        device_load.run(tmp_path / "f.dat", size=1 << 20, progress=False, **kw)
+        device_load.run(tmp_path / "f.dat", size=1 << 20, **kw)
     assert "\n" not in str(e.value)
 
 
@@ -83,7 +90,7 @@ def test_the_spinner_dies_with_its_parent(tmp_path):
     """A process holding a _Spinner is SIGKILLed: the spinning child goes with it (no orphan left
     busy under later measurements)."""
     pid_file = tmp_path / "spinner.pid"
-    code = ("import os, sys, time\nfrom rxlab import device_load\n"
+    code = ("import os, sys, time\nfrom rxlab.studies.perf_model import device_load\n"
             "with device_load._Spinner(os.sched_getaffinity(0).pop()) as s:\n"
             f"    open({str(pid_file)!r}, 'w').write(str(s.proc.pid))\n    time.sleep(60)\n")
     parent = subprocess.Popen([sys.executable, "-c", code])

@@ -1,4 +1,4 @@
-"""rxlab.studies.perf_model.placement: blocking reads against the CPU that takes the disk's interrupt (real IO)."""
+"""rxlab.studies.perf_model.placement: blocking reads and the CPU taking the disk's interrupt (real IO)."""
 from __future__ import annotations
 
 import os
@@ -81,7 +81,7 @@ def test_each_io_is_counted_on_the_cpu_its_job_woke_on(fio_file):
 
 @TWO_CPUS
 def test_run_places_the_jobs_as_named(fio_file):
-    df = placement.run(fio_file, runtime=0.3, repeats=1, size="64m", progress=False)
+    df = placement.run(fio_file, runtime=0.3, repeats=1, size="64m")
     by = df.set_index("where")
     assert {"shared", "split"} <= set(by.index)
     assert len(set(by.loc["split", "cpus"].split(","))) == 2 and by.loc["shared", "cpus"] == "None,None"
@@ -108,7 +108,7 @@ def test_summary_and_findings_on_known_numbers():
     text = placement.findings(s)
     assert "+20.0 us per read" in text and "waiting 15.0 us for a CPU" in text
     assert "grows by +30.0 us" in text and "wait for a CPU +14.5" in text
-    fig = placement.fig_placement(s)
+    fig = placement.draw_placement(s)
     assert len(fig.axes[0].patches) == 12
     with pytest.raises(ValueError, match="no rows"):
         placement.summary(pd.DataFrame())
@@ -118,8 +118,17 @@ def test_summary_and_findings_on_known_numbers():
 @TWO_CPUS
 def test_measure_stores_every_run_and_removes_its_file(tmp_path):
     work, runs = tmp_path / "work", tmp_path / "runs"
-    df = placement.measure(work, size=32 << 20, runtime=0.2, repeats=1, root=runs, progress=False)
+    df = placement.measure(work, size=32 << 20, runtime=0.2, repeats=1, root=runs, study="s1",
+                           name="model-s1-placement")
     assert len(df) >= 2 and df["run"].map(lambda p: (Path(p) / "run.json").is_file()).all()
     assert not any(work.iterdir())  # the data file is gone, the results stay in the store
     spec = store.load_run(df["run"].iloc[0]).spec
-    assert spec["tool"] == "rxlab-fio" and spec["name"].startswith("placement-") and spec["study"]
+    assert spec["tool"] == "rxlab-fio" and spec["name"].startswith("model-s1-placement-")
+    assert spec["study"] == "s1"
+    # the stored runs read back as `run` returned them
+    back = placement.frame(store.catalog(runs))
+    assert back["run"].tolist() == [Path(r).name for r in df["run"]]
+    cols = ["config", "numjobs", "where", "rep", "cpus", "irq_cpu", "iops", "lat_us", "cpuPer", "runqPer",
+            "irqs_per_io"]
+    pd.testing.assert_frame_equal(back[cols], df[cols], check_dtype=False)
+    assert placement.frame(store.catalog(runs).assign(run_name="other")).empty

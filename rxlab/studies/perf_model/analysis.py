@@ -1,11 +1,12 @@
-"""The performance model against this machine's runs: notebook 20's analysis of the IO-efficiency study.
+"""The performance model against this machine's runs: the analysis of notebook 20.
 
 The IO-efficiency study (notebook 10) stores fio's baseline and RocksDB's
 read tests per repetition, thread count and delay; this module turns those
 runs into the model's rows (`model_rows`), fits the seed's model and rxlab's
-(`compare_models`), tests the fit on rows it was not fitted on (`held_out`),
-measures how well the runs repeat (`repeatability`, `agreement`), and draws
-the predicted-against-measured, error and sensitivity figures.
+(`compare_models`), tests the fit on rows it was not fitted on (`held_out`,
+judged per configuration by `config_errors`), measures how well the runs
+repeat (`repeatability`, `agreement`, `steal_effect`) and computes the
+seed's two sensitivity bullets from either model (`sensitivity_data`).
 """
 from __future__ import annotations
 
@@ -15,26 +16,21 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from matplotlib import ticker as mticker
 
-from rxlab.core import figures, metrics, model, published
-from rxlab.studies.io_efficiency.study import (
+from rxlab.core import metrics, model, published
+from rxlab.studies.io_efficiency.params import (
     BLOCK_BYTES,
-    DB_COLUMNS,
     DB_TOOL,
     FIO_KINDS,
     FIO_TOOL,
     FIO_UNALIGNED_TOOL,
-    KEYS,
     SEED_TESTS,
-    StudyResult,
-    background_lines,
-    value_range,
 )
+from rxlab.studies.io_efficiency.result import KEYS, IoEfficiencyResult
+from rxlab.studies.io_efficiency.tables import DB_COLUMNS
 
-# --------------------------------------------------------------------------- notebook 20: the model
 
-def model_rows(*results: StudyResult, unaligned: bool = False) -> pd.DataFrame:
+def model_rows(*results: IoEfficiencyResult | None, unaligned: bool = False) -> pd.DataFrame:
     """rxlab.core.model's input from studies: the fio baselines and the seed's read tests.
 
     Columns: study, rep, tool, backend, threads, delay_us, block_align,
@@ -45,7 +41,8 @@ def model_rows(*results: StudyResult, unaligned: bool = False) -> pd.DataFrame:
     unaligned=True keeps fio's unaligned runs too (baseline False), so that they
     set the model's size penalty; off by default because on these VMs their
     cost per KiB is several times what RocksDB's reads without block_align pay
-    (`unaligned_cost`), and with them the block_align-off rows are predicted worse.
+    (`unaligned_cost`), and with them the block_align-off rows are predicted worse
+    (docs/findings/2026-11-26-perf_model.md).
     """
     parts = []
     for r in results:
@@ -66,7 +63,7 @@ def model_rows(*results: StudyResult, unaligned: bool = False) -> pd.DataFrame:
     return out
 
 
-def unaligned_cost(*results: StudyResult) -> pd.DataFrame:
+def unaligned_cost(*results: IoEfficiencyResult | None) -> pd.DataFrame:
     """What reads without block_align cost, in fio and in RocksDB, per client count (undelayed).
 
     fio: its unaligned run (bs=8704 at 512-byte offsets) against its baseline (8 KiB aligned),
@@ -263,8 +260,9 @@ def config_errors(pred: pd.DataFrame, by: Sequence[str] | None = None) -> pd.Dat
     """Per configuration, the median over its repetitions of measured and predicted IOPS and the error.
 
     The studies judge every figure on medians of repetitions; a single
-    repetition carries the host's drift (fio's device latency moves 5-15%
-    from one repetition to the next here), which no model of the
+    repetition carries the host's drift (fio's device latency moves by
+    several percent from one repetition to the next on these VMs:
+    docs/findings/2026-11-26-perf_model.md), which no model of the
     configuration can predict. `by`: the columns that name a configuration
     (default: those of HELD_OUT_CONFIG present). Columns: iops, fitted_iops,
     seed_iops, n and fitted_err_pct / seed_err_pct (median predicted /
@@ -281,7 +279,7 @@ def config_errors(pred: pd.DataFrame, by: Sequence[str] | None = None) -> pd.Dat
     return g.reset_index()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _median_abs_normal(n: int) -> float:
     """E|median of n standard normal draws| (a fixed-seed simulation: the same number every time)."""
     rng = np.random.default_rng(12345)
@@ -339,7 +337,9 @@ def steal_effect(rows: pd.DataFrame, by: Sequence[str] | None = None) -> pd.Seri
     """
     db = rows[~_fio_mask(rows)] if "tool" in rows.columns else rows
     by = [c for c in (HELD_OUT_CONFIG if by is None else by) if c in db.columns]
-    if not by or model.STEAL not in db.columns or pd.to_numeric(db[model.STEAL], errors="coerce").notna().sum() < 3:
+    steal = db[model.STEAL] if model.STEAL in db.columns else pd.Series(dtype=float)
+    measured = pd.to_numeric(steal, errors="coerce").notna().sum()
+    if not by or measured < 3:
         raise ValueError(f"steal_effect: needs RocksDB rows with {model.STEAL} and configuration columns "
                          f"({', '.join(HELD_OUT_CONFIG)})")
     d = db.assign(_lq=np.log(pd.to_numeric(db["qps"])), _s=pd.to_numeric(db[model.STEAL]),
@@ -348,7 +348,8 @@ def steal_effect(rows: pd.DataFrame, by: Sequence[str] | None = None) -> pd.Seri
     x, lq, cpu = (d[c] - g[c].transform("mean") for c in ("_s", "_lq", "_c"))
     sxx, syy = float((x * x).sum()), float((lq * lq).sum())
     b_q, b_c = (float((x * lq).sum()) / sxx, float((x * cpu).sum()) / sxx) if sxx > 0 else (np.nan, np.nan)
-    return pd.Series({"rows": len(d), "steal_median_us": float(d["_s"].median()), "steal_max_us": float(d["_s"].max()),
+    return pd.Series({"rows": len(d), "steal_median_us": float(d["_s"].median()),
+                      "steal_max_us": float(d["_s"].max()),
                       "qps_pct_per_10us": (np.exp(10.0 * b_q) - 1.0) * 100.0, "cpu_us_per_us": b_c,
                       "r2": b_q * b_q * sxx / syy if sxx > 0 and syy > 0 else np.nan})
 
@@ -365,49 +366,6 @@ def held_out_change(with_term: pd.DataFrame, without: pd.DataFrame) -> pd.DataFr
     for c in cols:
         m[c.replace("_abs_err_pct", "_change_pp")] = m[c] - m[f"{c}_without"]
     return m
-
-
-def _steal_lines(f: model.ModelFit | None, eff: pd.Series | None) -> list[str]:
-    """The host's steal: how the runs moved with it, and the model's steal_factor ([] without either)."""
-    lines = []
-    if eff is not None and not np.isnan(eff["r2"]):
-        lines.append(f"- The host's steal (stealPer, us per query that the VM's runnable vCPUs waited for a "
-                     f"physical CPU) was {eff['steal_median_us']:.1f} us per query in the median RocksDB row and "
-                     f"up to {eff['steal_max_us']:.1f}. Within a configuration, each 10 us of it moved qps by "
-                     f"{eff['qps_pct_per_10us']:+.1f}% and cpuPer by {10 * eff['cpu_us_per_us']:+.1f} us, and it "
-                     f"accounts for {eff['r2']:.0%} of the repetitions' spread of qps (steal_effect).")
-    if f is not None and "steal_factor" in f.free:
-        lines.append(f"- Beyond the CPU it inflates, each us of steal per query cost "
-                     f"{f.params['steal_factor']:.2f} ± {f.stderr['steal_factor']:.2f} us of latency "
-                     f"(steal_factor, fitted on fio's and RocksDB's rows alike: the emulated disk answers later "
-                     f"when the host is busy).")
-    return lines
-
-
-def _floor_clause(h: pd.DataFrame) -> str:
-    """'; the medians themselves ...' from held_out's config_floor_pct, or '' where it is unknown."""
-    if "config_floor_pct" not in h.columns or not h["config_floor_pct"].notna().any():
-        return ""
-    return (f"; the medians themselves are uncertain by about {value_range(h['config_floor_pct'].dropna(), '.1f')}% "
-            "per split (the repetitions' spread), and a held-out error can fall below that only because the "
-            "fitted and the held-out rows share each repetition's drift")
-
-
-def _repeatability_lines(rep: pd.DataFrame | None, agree: pd.DataFrame | None) -> list[str]:
-    """Findings on the measurements' own noise: the repetitions' spread and, given a second study,
-    how far the same configurations moved between the two."""
-    lines = []
-    if rep is not None and rep["floor_pct"].notna().any():
-        lines.append(f"- The repetitions themselves: a configuration's {int(rep['n'].median())} repetitions "
-                     f"spanned {rep['spread_pct'].median():.1f}% of its median qps (median over "
-                     f"{len(rep)} configurations; widest {rep['spread_pct'].max():.1f}%), so a model that "
-                     f"knew each configuration's true rate would still miss the medians by about "
-                     f"{rep['floor_pct'].median():.1f}% (largest {rep['floor_pct'].max():.1f}%).")
-    if agree is not None and len(agree):
-        d = agree["diff_pct"].abs()
-        lines.append(f"- The same {len(agree)} configurations in an earlier study with the same parameters: "
-                     f"medians {d.median():.1f}% apart (median over configurations; widest {d.max():.1f}%).")
-    return lines
 
 
 SEED_DEVICE_UNROUNDED_US = 101.61 - 10.916   # fio lat - cpuPer at one job, the seed's device term
@@ -474,229 +432,3 @@ def sensitivity_data(fit: model.ModelFit, rows: pd.DataFrame, threads: int | Non
     points = pd.DataFrame(pts, columns=["panel", "source", "test", "delay_us", "block_align", "x", "y", "n"])
     return curves, points
 
-
-def fig_predicted_vs_measured(comp: Comparison):
-    """Predicted against measured IOPS, the seed's model and the fitted one, seed's data and local."""
-
-    fig, axes = figures.figure(width="page", aspect=0.36, ncols=2)
-    for ax, src in zip(axes, ("published", "local"), strict=True):
-        t = comp.table[comp.table["source"] == src]
-        lo = float(np.nanmin(t[["iops", "seed_iops_pred", "fitted_iops_pred"]].to_numpy(float))) * 0.9
-        hi = float(np.nanmax(t[["iops", "seed_iops_pred", "fitted_iops_pred"]].to_numpy(float))) * 1.1
-        xs = np.array([lo, hi])
-        ax.fill_between(xs, xs * 0.97, xs * 1.03, color="#dddddd", lw=0, label="within 3%")
-        ax.plot(xs, xs, color="#555555", lw=0.6)
-        ax.plot(t["iops"], t["seed_iops_pred"], "x", color="#d55e00", label="seed's model")
-        ax.plot(t["iops"], t["fitted_iops_pred"], "o", mfc="none", color="#0072b2", label="fitted model")
-        ax.set_xlim(lo, hi)
-        ax.set_ylim(lo, hi)
-        thousands = mticker.FuncFormatter(lambda v, _: f"{v / 1000:g}k")
-        ax.xaxis.set_major_formatter(thousands)
-        ax.yaxis.set_major_formatter(thousands)
-        ax.set_xlabel("measured IOPS")
-        ax.set_title("the seed's tables" if src == "published" else "this machine")
-    axes[0].set_ylabel("predicted IOPS")  # both panels: the right one's label ran into the left's ticks
-    axes[0].legend(loc="upper left")
-    return fig
-
-
-def fig_model_error(comp: Comparison, heldout_rows: pd.DataFrame | None = None):
-    """Error % of each model per row: seed's model and fitted (in sample, and held out when given:
-    per repetition, then on each configuration's median over its repetitions beside the seed's model)."""
-    cats = []
-    for src in ("published", "local"):
-        t = comp.table[comp.table["source"] == src]
-        where = "seed" if src == "published" else "local"
-        cats.append((f"{where}\nseed's model", t["seed_err_pct"], "#d55e00"))
-        cats.append((f"{where}\nfitted", t["fitted_err_pct"], "#0072b2"))
-    if heldout_rows is not None and len(heldout_rows):
-        device = (heldout_rows["device"] if "device" in heldout_rows.columns
-                  else pd.Series("curve", heldout_rows.index))
-        curve = heldout_rows[device == "curve"]
-        cats.append(("held out\nfitted\nper row", curve["err_iops_pct"], "#56b4e9"))
-        per_config = pd.concat([config_errors(g) for _, g in curve.groupby("split", sort=False)])
-        cats.append(("held out\nfitted\nmedians", per_config["fitted_err_pct"], "#56b4e9"))
-        cats.append(("held out\nseed's\nmedians", per_config["seed_err_pct"], "#d55e00"))
-        iostat = heldout_rows[device == "iostat"]
-        if len(iostat):
-            per_config = pd.concat([config_errors(g) for _, g in iostat.groupby("split", sort=False)])
-            cats.append(("held out\niostat device\nmedians", per_config["fitted_err_pct"], "#009e73"))
-    fig, ax = figures.figure(width="page", aspect=0.32)
-    rng = np.random.default_rng(0)
-    for i, (_, vals, color) in enumerate(cats):
-        v = pd.to_numeric(vals).to_numpy(float)
-        ax.plot(i + rng.uniform(-0.15, 0.15, v.size), v, "o", ms=3, color=color, alpha=0.8)
-        if v.size:
-            ax.plot([i - 0.25, i + 0.25], [np.median(v)] * 2, color="#222222", lw=1.2)
-    ax.axhspan(-3, 3, color="#dddddd", zorder=0)
-    ax.axhline(0, color="#555555", lw=0.6)
-    ax.set_xticks(range(len(cats)), [c[0] for c in cats])
-    ax.set_ylabel("predicted / measured IOPS - 1 (%)")
-    ax.set_title("model error (grey: within 3%; bar: median)")
-    return fig
-
-
-def _sens_axes(curves: pd.DataFrame, points: pd.DataFrame, panel: str, *, line_key: str, xlabel: str,
-               fmt: str):
-    fig, ax = figures.figure(aspect=0.8)
-    c = curves[curves["panel"] == panel]
-    x_col = "device_latency_us" if panel == "device" else "cpu_per_query_us"
-    colors = figures.CYCLE
-    for i, (v, g) in enumerate(c.groupby(line_key)):
-        for name, ls in (("seed", "--"), ("fitted", "-")):
-            gg = g[g["model"] == name].sort_values(x_col)
-            # a fitted wait below zero can make the latency vanish at the edge of the grid: not a prediction
-            gg = gg[(gg["lat_us"] > 0) & gg["io.eff"].between(0, 1.5)]
-            if len(gg):
-                ax.plot(gg[x_col], gg["io.eff"], ls, color=colors[i % len(colors)],
-                        label=f"{name}, {fmt.format(v)}")
-    p = points[points["panel"] == panel]
-    markers = {"readrandom": "o", "readrandom2": "s", "readrandom3": "^"}
-    for (src, test), g in p.groupby(["source", "test"]):
-        ax.plot(g["x"], g["y"], markers.get(test, "o"), ms=4,
-                color="#000000" if src == "published" else "#d55e00",
-                mfc="none" if src == "published" else None,
-                label=f"{'seed' if src == 'published' else 'here'}: {test}")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("io.eff")
-    top = float(pd.to_numeric(p["y"]).max()) if len(p) else 1.0
-    ax.set_ylim(0, max(1.02, top * 1.05))  # a measured io.eff above 1 is shown, not clipped
-    ax.legend(fontsize=5.5, ncols=2, loc="lower right")
-    return fig, ax
-
-
-def fig_sensitivity_device(curves: pd.DataFrame, points: pd.DataFrame):
-    """io.eff against device latency: model lines per RocksDB CPU, measured points (delay_us), the seed's."""
-    fig, ax = _sens_axes(curves, points, "device", line_key="cpu_per_query_us",
-                         xlabel="device latency per read (us)", fmt="{:.1f} us CPU")
-    ax.set_title("io.eff rises with device latency")
-    return fig
-
-
-def fig_sensitivity_cpu(curves: pd.DataFrame, points: pd.DataFrame):
-    """io.eff against RocksDB CPU per query: model lines per device latency, measured tests, the seed's."""
-    fig, ax = _sens_axes(curves, points, "cpu", line_key="device_latency_us",
-                         xlabel="RocksDB CPU per query, cpu.inc (us)", fmt="device {:.0f} us")
-    ax.set_title("io.eff falls with RocksDB CPU")
-    return fig
-
-
-def _wait_for_cpu_lines(gap: pd.DataFrame | None) -> list[str]:
-    """What the readers' wait for a CPU (runqPer) explains, per client count, from `model.latency_gap`
-    of undelayed rows; nothing when the rows did not measure it."""
-    if gap is None or model.RUNQ not in gap.columns:
-        return []
-    g = gap[(gap["delay_us"] == 0) & (gap[model.RUNQ] > 0)]
-    if g.empty:
-        return []
-    m = g.groupby("threads")[[model.RUNQ, "unexplained_us"]].median()
-    parts = [f"{m.loc[t, model.RUNQ]:.1f} us per query at {int(t)} client{'s' if t > 1 else ''}" for t in m.index]
-    rest = ", ".join(f"{m.loc[t, 'unexplained_us']:.1f}" for t in m.index)
-    return [f"- The readers waited for a CPU (runqPer, the scheduler's run_delay) {', '.join(parts)} "
-            f"(medians, no delay). Counted beside cpuPer, and fio's out of its device term (the model's "
-            f"runq=True), it leaves {rest} us per query unexplained at "
-            f"{', '.join(str(int(t)) for t in m.index)} client(s)."]
-
-
-def model_findings(comp: Comparison, heldout_summary: pd.DataFrame | None = None,
-                   background: pd.DataFrame | None = None, gap: pd.DataFrame | None = None,
-                   repeat: pd.DataFrame | None = None, agree: pd.DataFrame | None = None,
-                   steal: pd.Series | None = None) -> str:
-    """The model comparison in a few Markdown bullets with its numbers (background: `background_io`;
-    gap: `model.latency_gap(rows, runq=True)` of the local rows, for the wait for a CPU; repeat:
-    `repeatability(rows)`; agree: `agreement` with an earlier study; steal: `steal_effect(rows)`)."""
-    s = comp.summary.set_index(["source", "model"])
-    lines = background_lines(background) + _wait_for_cpu_lines(gap)
-    for src, label in (("published", "the seed's tables"), ("local", "this machine's runs")):
-        if (src, "seed") not in s.index:
-            continue
-        a, b = s.loc[(src, "seed")], s.loc[(src, "fitted")]
-        lines.append(f"- On {label} ({int(a['rows'])} rows) the seed's model misses by a median "
-                     f"{a['median_abs_err_pct']:.1f}% (max {a['max_abs_err_pct']:.1f}%); the fitted model by "
-                     f"{b['median_abs_err_pct']:.1f}% (max {b['max_abs_err_pct']:.1f}%), "
-                     f"{b['within_3pct']:.0%} of rows within 3%.")
-    if heldout_summary is not None and len(heldout_summary):
-        h = heldout_summary[heldout_summary["model"] == "fitted"]
-        if len(h):
-            lines.append(f"- Held out ({len(h)} splits), the fitted model's median error per split is "
-                         f"{value_range(h['median_abs_err_pct'], '.1f')}% over single repetitions (worst row "
-                         f"{h['max_abs_err_pct'].max():.1f}%), and "
-                         f"{value_range(h['config_median_abs_err_pct'], '.1f')}% "
-                         f"on each configuration's median over its repetitions (worst configuration "
-                         f"{h['config_max_abs_err_pct'].max():.1f}%)" + _floor_clause(h) + ".")
-            sd = heldout_summary[heldout_summary["model"] == "seed"]
-            if len(sd):
-                lines.append(f"- The seed's model on the same held-out configurations: median error "
-                             f"per split "
-                             f"{value_range(sd['config_median_abs_err_pct'], '.1f')}% (worst configuration "
-                             f"{sd['config_max_abs_err_pct'].max():.1f}%).")
-        io = heldout_summary[(heldout_summary["model"] == HELD_OUT_MODELS["iostat"])
-                             & heldout_summary["config_median_abs_err_pct"].notna()]
-        if len(io):
-            med, worst = value_range(io["config_median_abs_err_pct"], ".1f"), io["config_max_abs_err_pct"].max()
-            lines.append(f"- Given the disk's latency that iostat saw in each run (device='iostat': each "
-                         f"row's io.lat less the reader's CPU inside it, fitted on the fio rows), the model "
-                         f"misses "
-                         f"held-out configurations by a median {med}% "
-                         f"per split (worst configuration {worst:.1f}%): CPU, the "
-                         f"wait for a CPU and the disk's own latency account for a query"
-                         + _excess_clause(gap) + ".")
-    f = comp.fits.get("local")
-    lines += _repeatability_lines(repeat, agree) + _steal_lines(f, steal)
-    lines += _remote_lines(f, gap) + _size_lines(f)
-    if f is not None:
-        p = f.params
-        held = [q for q, why in f.held.items() if not why.startswith(("used with device=", "device="))]
-        lines.append(f"- Fitted here: device {p['dev_1_us']:.1f} us per read at one client "
-                     f"({p['dev_per_thread_us']:+.1f} us per extra client), a wait of {p['wait_us']:.1f} us "
-                     f"per query that neither CPU nor device time explains"
-                     + (f"; held: {', '.join(held)}." if held else "."))
-    return "\n".join(lines)
-
-
-def _remote_lines(f: model.ModelFit | None, gap: pd.DataFrame | None) -> list[str]:
-    """Where the readers were woken: the fitted remote_us and the undelayed rows' awayShare per
-    client count, RocksDB's against its fio baseline's ([] when the term was held)."""
-    if f is None or "remote_us" not in f.free or gap is None or model.AWAY not in gap.columns:
-        return []
-    g = gap[gap["delay_us"] == 0].groupby("threads")[[model.AWAY, "fio_awayShare"]].median()
-    share = ", ".join(f"{r[model.AWAY]:.0%} against fio's {r['fio_awayShare']:.0%} at {int(t)} "
-                      f"client{'s' if t > 1 else ''}" for t, r in g.iterrows())
-    p, se = f.params["remote_us"], f.stderr["remote_us"]
-    slope = ""
-    if "remote_per_thread_us" in f.free:
-        slope = (f", {f.params['remote_per_thread_us']:+.1f} ± {f.stderr['remote_per_thread_us']:.1f} us per "
-                 "extra client")
-    return [f"- A read whose reader was woken away from the CPU that takes the disk's interrupts costs "
-            f"{p:.1f} ± {se:.1f} us more at one client{slope} (remote_us, fitted with fio placed away beside "
-            f"its baseline). RocksDB's readers were woken away on {share} (medians of awayShare)."]
-
-
-def _size_lines(f: model.ModelFit | None) -> list[str]:
-    """What a read's KiB above the block cost (size penalty at one client and per extra client),
-    [] when the rows held the penalty."""
-    if f is None or "size_penalty_us_per_kib" not in f.free:
-        return []
-    p, se = f.params, f.stderr
-    per = "size_penalty_per_thread_us_per_kib"
-    slope = (f", {p[per]:+.1f} ± {se[per]:.1f} us per extra client" if per in f.free
-             else f" (per extra client: held, {f.held.get(per, '')})")
-    return [f"- Each KiB a read carries above the {BLOCK_BYTES // 1024} KiB block (block_align off) costs "
-            f"{p['size_penalty_us_per_kib']:.1f} ± {se['size_penalty_us_per_kib']:.1f} us at one client"
-            f"{slope} "
-            "(size penalty, fitted on the rows whose reqsz differs: RocksDB's without block_align, and fio's "
-            "unaligned runs where model_rows was asked for them)."]
-
-
-def _excess_clause(gap: pd.DataFrame | None) -> str:
-    """'; the fio-device model's miss ...' with the disk's io.lat under RocksDB minus under fio, per
-    client count (undelayed rows of `gap`, rxlab.core.model.latency_gap), or '' without fio's io.lat."""
-    if gap is None or "io_lat_excess_us" not in gap.columns:
-        return ""
-    g = gap[(gap["delay_us"] == 0) & gap["io_lat_excess_us"].notna()]
-    if g.empty:
-        return ""
-    by = g.groupby("threads")["io_lat_excess_us"].median()
-    parts = ", ".join(f"{v:+.1f} us at {int(t)} client{'s' if t > 1 else ''}" for t, v in by.items())
-    return (f"; what the fio-device model misses is the disk itself being slower under RocksDB's reads "
-            f"than under fio's (iostat's io.lat, RocksDB minus fio, medians: {parts})")

@@ -16,9 +16,10 @@ remote wake-up), in four settings repeated in rotated order:
 * the other CPU is idle, or kept busy by a spinning process pinned to it.
 
 Each row has iostat's read latency (`io.lat`, the disk's own time per read
-as the guest sees it), fio's latency, CPU and wait for a CPU. `summary` takes
-medians, `findings` says what they show, `fig_device_load` draws io.lat per
-setting.
+as the guest sees it), fio's latency, CPU and wait for a CPU. `frame` reads
+the stored runs back into `run`'s rows, `summary` takes medians, `findings`
+says what they show, `draw_device_load` draws io.lat per setting from the
+summary alone.
 """
 from __future__ import annotations
 
@@ -30,15 +31,19 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from rxlab.bench import fio
 from rxlab.bench.irq import busiest_irq_cpu
-from rxlab.core import figures, metrics, store
+from rxlab.core import figures, metrics, stats, store
+from rxlab.core.study import new_study_id
 
-__all__ = ["NEIGHBOURS", "fig_device_load", "findings", "measure", "run", "summary"]
+__all__ = ["NEIGHBOURS", "THINK_US", "draw_device_load", "findings", "frame", "measure", "run", "summary"]
 
 NEIGHBOURS = ("idle", "busy")  # the other CPU during the run
+THINK_US = (0, 40)             # the reader's spin between reads: none, and about a query's CPU
+RUN_NAME = "device-load"       # each run is named <prefix>-<neighbour>-t<think> (default prefix: this)
+COLUMNS = ["think_us", "neighbour", "rep", "reader_cpu", "busy_cpu", "iops", "io.lat", "lat_us", "cpuPer",
+           "runqPer", "busy_vcpus", "run"]
 # The spinner dies with its parent (PR_SET_PDEATHSIG, SIGKILL): a notebook killed mid-run must not
 # leave a CPU spinning under every later measurement on the machine.
 _SPIN = ("import ctypes, os, sys\nctypes.CDLL(None).prctl(1, 9)\nif os.getppid() != int(sys.argv[2]):\n"
@@ -66,8 +71,20 @@ class _Spinner:
             self.proc.wait()
 
 
-def run(filename, *, think_us: Sequence[float] = (0, 40), runtime: float = 3, repeats: int = 3,
-        size: str | int = "1g", progress: bool = True, root=None, scale: str | None = None) -> pd.DataFrame:
+def _row(think: float, neighbour: str, rep: int, reader_cpu, busy_cpu, total: dict, vcpus: int,
+         stored) -> dict:
+    """`run`'s row of one fio run from its total row."""
+    sc = metrics.seed_columns([total]).iloc[0]
+    cpu_total = total.get("system_cpu.total") or np.nan
+    return {"think_us": think, "neighbour": neighbour, "rep": rep, "reader_cpu": reader_cpu,
+            "busy_cpu": busy_cpu, "iops": sc["iops"], "io.lat": sc["io.lat"], "lat_us": total["lat_mean_us"],
+            "cpuPer": sc["cpuPer"], "runqPer": sc["runqPer"],
+            "busy_vcpus": total.get("system_cpu.busy", np.nan) / cpu_total * vcpus, "run": stored}
+
+
+def run(filename, *, think_us: Sequence[float] = THINK_US, runtime: float = 3, repeats: int = 3,
+        size: str | int = "1g", root=None, scale: str | None = None, study: str | None = None,
+        name: str = RUN_NAME) -> pd.DataFrame:
     """Measure every (think time, neighbour) setting `repeats` times, order rotated per repetition.
 
     One row per run: think_us, neighbour, rep, reader_cpu, busy_cpu (None when idle), and from
@@ -75,9 +92,9 @@ def run(filename, *, think_us: Sequence[float] = (0, 40), runtime: float = 3, re
     busy_vcpus (the CPUs busy on average, from /proc/stat). Needs two CPUs; the reader runs on
     the CPU that takes the disk's interrupts (the first allowed CPU where those cannot be
     found). With `root`, every run is also stored (tool rxlab-fio, name
-    device-load-<neighbour>-t<think>, one `study` id) and its directory is in `run`.
+    <name>-<neighbour>-t<think>, `study`: default a new study id) and its directory is in
+    `run`; `frame` reads them back.
     """
-
     allowed = sorted(os.sched_getaffinity(0))
     if len(allowed) < 2:
         raise ValueError(f"device_load: needs at least 2 CPUs, this process may use {allowed}")
@@ -92,44 +109,49 @@ def run(filename, *, think_us: Sequence[float] = (0, 40), runtime: float = 3, re
         irq_cpu = allowed[0]
     other = next(c for c in allowed if c != irq_cpu)
     plan = [(t, n) for n in NEIGHBOURS for t in thinks]
-    study = time.strftime("%Y%m%dT%H%M%S") + "-device-load"
+    study = study or new_study_id()
     rows = []
-    bar = tqdm(total=repeats * len(plan), desc="device load", disable=not progress, unit="run")
     for rep in range(repeats):
-        k = rep % len(plan)
-        for think, neighbour in plan[k:] + plan[:k]:
+        for think, neighbour in stats.rotate(plan, rep):
             kw = {"runtime": runtime, "ramp_time": 0.5, "size": size, "cpus_allowed": str(irq_cpu),
                   "thinktime": think, "thinktime_spin": think}
-            with _Spinner(other if neighbour == "busy" else None):
+            busy = other if neighbour == "busy" else None
+            with _Spinner(busy):
                 out = fio.run(filename, **kw)
-            total = out[-1]
-            sc = metrics.seed_columns([total]).iloc[0]
             stored = None
             if root is not None:
-                meta = {"tool": "rxlab-fio", "name": f"device-load-{neighbour}-t{think:g}", "study": study,
-                        "rep": rep, "neighbour": neighbour, **({"scale": scale} if scale else {})}
+                meta = {"tool": "rxlab-fio", "name": f"{name}-{neighbour}-t{think:g}", "study": study,
+                        "rep": rep, "neighbour": neighbour, "think_us": think, "reader_cpu": irq_cpu,
+                        "busy_cpu": busy, "vcpus": len(allowed), **({"scale": scale} if scale else {})}
                 stored = str(fio.store_rows(root, filename, out, meta, **kw))
-            cpu_total = total.get("system_cpu.total") or np.nan
-            rows.append({"think_us": think, "neighbour": neighbour, "rep": rep, "reader_cpu": irq_cpu,
-                         "busy_cpu": other if neighbour == "busy" else None, "iops": sc["iops"],
-                         "io.lat": sc["io.lat"], "lat_us": total["lat_mean_us"], "cpuPer": sc["cpuPer"],
-                         "runqPer": sc["runqPer"],
-                         "busy_vcpus": total.get("system_cpu.busy", np.nan) / cpu_total * len(allowed),
-                         "run": stored})
-            bar.update()
-    bar.close()
-    return pd.DataFrame(rows)
+            rows.append(_row(think, neighbour, rep, irq_cpu, busy, out[-1], len(allowed), stored))
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def measure(directory=None, *, size: int = 1 << 30, runtime: float = 3, repeats: int = 3,
-            think_us: Sequence[float] = (0, 40), root=None, progress: bool = True,
-            scale: str | None = None) -> pd.DataFrame:
+            think_us: Sequence[float] = THINK_US, root=None, scale: str | None = None,
+            study: str | None = None, name: str = RUN_NAME) -> pd.DataFrame:
     """`run` on a file of `size` bytes laid out in `directory` (default: a temporary directory),
     deleted afterwards; every run stored under `root` (default: the store's)."""
-
     with fio.scratch_file(directory, "device-load") as f:
-        return run(f, think_us=think_us, runtime=runtime, repeats=repeats, size=size, progress=progress,
-                   root=root if root is not None else store.default_root(), scale=scale)
+        return run(f, think_us=think_us, runtime=runtime, repeats=repeats, size=size,
+                   root=root if root is not None else store.default_root(), scale=scale, study=study,
+                   name=name)
+
+
+def frame(cat: pd.DataFrame) -> pd.DataFrame:
+    """`run`'s rows again, from the store's catalog rows of device-load runs (others dropped)."""
+    if cat.empty or "run_name" not in cat.columns:
+        return pd.DataFrame(columns=COLUMNS)
+    named = cat["run_name"].astype(str).str.contains(r"(?:^|-)device-load-(?:idle|busy)-t[0-9.]+$")
+    total = cat[named & (cat["job"].astype(str) == "total")] if "job" in cat.columns else cat.iloc[:0]
+    rows = []
+    for t in total.to_dict("records"):
+        busy = t.get("spec.busy_cpu")
+        rows.append(_row(float(t["spec.think_us"]), str(t["spec.neighbour"]), int(t["spec.rep"]),
+                         int(t["spec.reader_cpu"]), None if busy is None or pd.isna(busy) else int(busy), t,
+                         int(t["spec.vcpus"]), t["run_id"]))
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
@@ -137,7 +159,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         raise ValueError("device_load.summary: no rows")
     cols = ["iops", "io.lat", "lat_us", "cpuPer", "runqPer", "busy_vcpus"]
-    g = df.groupby(["think_us", "neighbour"], sort=True)
+    g = df.astype({c: float for c in cols}).groupby(["think_us", "neighbour"], sort=True)
     out = g[cols].median()
     out["io.lat_min"], out["io.lat_max"], out["n"] = g["io.lat"].min(), g["io.lat"].max(), g.size()
     out = out.reset_index()
@@ -186,8 +208,9 @@ def findings(s: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def fig_device_load(s: pd.DataFrame):
-    """iostat's read latency per think time, the other CPU idle and busy (range of repetitions)."""
+def draw_device_load(s: pd.DataFrame):
+    """iostat's read latency per think time (the `summary` table), the other CPU idle and busy (range of
+    repetitions)."""
     fig, ax = figures.figure(aspect=0.62)
     thinks = sorted(s["think_us"].unique())
     x = np.arange(len(thinks))

@@ -1,0 +1,82 @@
+"""What an IO-efficiency study measured against the seed, in Markdown bullets with the numbers."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from rxlab.studies.io_efficiency.result import IoEfficiencyResult
+from rxlab.studies.io_efficiency.tables import background_io, published_users, seed_tables, users_label
+
+# More reads served by the device than the measured program issued, in %, above which the device-wide
+# counters (iops, io.eff, reqsz, io.lat) are said to include another process's IO.
+BACKGROUND_LIMIT_PCT = 5.0
+
+
+def value_range(s: pd.Series, fmt: str) -> str:
+    """"lo to hi" (or one value) of a column, formatted; "n/a" when it holds no number."""
+    s = pd.to_numeric(s, errors="coerce").dropna()
+    if s.empty:
+        return "n/a"
+    lo, hi = format(s.min(), fmt), format(s.max(), fmt)
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def background_lines(background: pd.DataFrame | None) -> list[str]:
+    """A caution when the device served more reads than the measured program issued, else that it
+    was quiet ([] without the check's numbers)."""
+    if background is None or background["excess_pct"].isna().all():
+        return []
+    worst = float(background["excess_pct"].max())
+    if worst > BACKGROUND_LIMIT_PCT:
+        return [f"- **Caution**: during these runs the device served up to {worst:.0f}% more reads than the "
+                "measured program issued (`background_io`): another process was using this disk. iops, "
+                "io.eff, reqsz and io.lat come from device-wide counters (as iostat's do in the seed) and "
+                "include that IO; rerun on a quiet machine before drawing conclusions from them."]
+    return [f"- The device was quiet: it served at most {max(worst, 0):.1f}% more reads than the measured "
+            "program issued."]
+
+
+def table_findings(tables: Mapping[str, pd.DataFrame], background: pd.DataFrame | None = None) -> str:
+    """What the seed's tables (`seed_tables`) show, in a few Markdown bullets with their numbers.
+
+    background: `background_io(result)`; when the device served more than 5%
+    more reads than the measured program issued, the first bullet says that
+    the device-wide counters (iops, io.eff, reqsz, io.lat) include other
+    processes' IO.
+    """
+    lines = []
+    lines.extend(background_lines(background))
+    fio = tables["fio"]
+    for _, r in fio[fio["source"] == "local"].iterrows():
+        pub = fio[(fio["source"] == "published") & (fio["numjobs"] == published_users(int(r["numjobs"])))]
+        p = pub.iloc[0] if len(pub) else None
+        lines.append(f"- fio sync qd1, {int(r['numjobs'])} job(s): {r['iops']:,.0f} IOPS, "
+                     f"{r['lat.us']:.1f} us mean latency, {r['cpuPer']:.1f} us CPU per read"
+                     + (f" (seed, {int(p['numjobs'])} job(s): {p['iops']:,.0f} IOPS, {p['lat.us']:.1f} us, "
+                        f"{p['cpuPer']:.1f} us)." if p is not None else "."))
+    for key, t in tables.items():
+        if not key.startswith("io.eff "):
+            continue
+        loc, pub = t[t["source"] == "local"], t[t["source"] == "published"]
+        users = key.removeprefix("io.eff ")
+        seed_users = users_label(int(pub["users"].iloc[0]))
+        lines.append(f"- io.eff at {users}: {value_range(loc['io.eff'], '.3f')} here against "
+                     f"{value_range(pub['io.eff'], '.3f')} in the seed ({seed_users}); "
+                     f"RocksDB adds {value_range(loc['cpu.inc'], '.1f')} us of CPU per query over fio "
+                     f"(seed: {value_range(pub['cpu.inc'], '.1f')} us).")
+    eff = tables.get("block_align effect")
+    if eff is not None and len(eff):
+        loc, pub = eff[eff["source"] == "local"], eff[eff["source"] == "published"]
+        lines.append(f"- block_align changes QPS by {value_range(loc['qps_change_pct'], '+.1f')}% here "
+                     f"(seed: {value_range(pub['qps_change_pct'], '+.1f')}%); the device read size (reqsz) "
+                     f"is {value_range(loc['reqsz_off'], '.1f')} KiB without it and "
+                     f"{value_range(loc['reqsz_on'], '.1f')} KiB with it (seed: "
+                     f"{value_range(pub['reqsz_off'], '.1f')} and "
+                     f"{value_range(pub['reqsz_on'], '.1f')} KiB).")
+    return "\n".join(lines)
+
+
+def findings(result: IoEfficiencyResult) -> str:
+    """The study's findings: its seed tables and the background-IO check, in Markdown bullets."""
+    return table_findings(seed_tables(result), background_io(result))
