@@ -15,16 +15,19 @@ from helpers_bench import small_bench_db
 
 from rxlab.bench import perf
 from rxlab.bench.selfcheck import backends as bb
+from rxlab.bench.selfcheck import backends_in_turns as st
+from rxlab.bench.selfcheck import own_cost as so
+from rxlab.bench.selfcheck import paired as sp
 from rxlab.cli import main
 from rxlab.core import stats
 
 
 def test_select_pairs_by_words():
-    assert bb.select_pairs(None) == bb.PAIRS
-    chosen = bb.select_pairs("posix vs default,counters")
+    assert sp.select_pairs(None) == sp.PAIRS
+    chosen = sp.select_pairs("posix vs default,counters")
     assert set(chosen) == {"readrandom posix vs default", "readrandom posix counters on vs off",
                            "readrandom io_uring counters on vs off"}
-    assert set(bb.select_pairs("multiread")) == {k for k in bb.PAIRS if k.startswith("multiread")}
+    assert set(sp.select_pairs("multiread")) == {k for k in sp.PAIRS if k.startswith("multiread")}
 
 
 BAD_BENCH_INPUT = [
@@ -94,7 +97,7 @@ def test_summarize_paired_ratios_are_a_over_b_per_rep():
     for rep, (qa, qb) in enumerate([(110, 100), (90, 100), (105, 100)]):
         rows += [{"pair": "p", "rep": rep, "backend": "x", "side": "A", "qps": qa, "cpuPer": 100 / qa},
                  {"pair": "p", "rep": rep, "backend": "y", "side": "B", "qps": qb, "cpuPer": 100 / qb}]
-    text = bb.summarize_paired(pd.DataFrame(rows))
+    text = sp.summarize_paired(pd.DataFrame(rows))
     line = text.splitlines()[1]
     assert "QPS 1.050" in line and "(0.900..1.100)" in line and "n=3" in line
     assert "CPU/op 0.952" in line
@@ -129,7 +132,7 @@ def test_driver_bench_parts(tmp_path):
 
 
 def test_merge_paired_csv_keeps_other_pairs(tmp_path):
-    from rxlab.bench.selfcheck.backends import merge_paired_csv
+    from rxlab.bench.selfcheck.paired import merge_paired_csv
 
     path = tmp_path / "pairs.csv"
     first = pd.DataFrame({"pair": ["a", "a", "b"], "rep": [0, 1, 0], "qps": [1.0, 2.0, 3.0]})
@@ -142,7 +145,7 @@ def test_merge_paired_csv_keeps_other_pairs(tmp_path):
 
 
 def test_merge_paired_csv_over_an_empty_file(tmp_path):
-    from rxlab.bench.selfcheck.backends import merge_paired_csv
+    from rxlab.bench.selfcheck.paired import merge_paired_csv
 
     path = tmp_path / "pairs.csv"
     path.write_text("")
@@ -191,7 +194,7 @@ def test_driver_profile_compares_the_readers(tmp_path):
     ("rocksdb::Benchmark::ReadRandom", "RocksDB and db_bench"),
 ])
 def test_own_cost_classes_of_leaf_frames(leaf, cls):
-    assert bb.classify_leaf(leaf) == cls
+    assert so.classify_leaf(leaf) == cls
 
 
 def test_own_cost_profiles_posix_and_default_through_db_bench(tmp_path, monkeypatch):
@@ -202,9 +205,9 @@ def test_own_cost_profiles_posix_and_default_through_db_bench(tmp_path, monkeypa
     if not perf.perf_support().cpu_clock:
         pytest.skip("perf's cpu-clock event does not work here")
     with pytest.raises(ValueError, match=r"reps=0.*reps >= 1"):
-        bb.own_cost(tmp_path, reps=0)
+        so.own_cost(tmp_path, reps=0)
     with pytest.raises(FileNotFoundError, match="no benchmark DB"):
-        bb.own_cost(tmp_path, reps=1)
+        so.own_cost(tmp_path, reps=1)
     db, num = tmp_path / "db-aligned", 20000
     spec = driver.RunSpec(db=str(db), num=num, key_size=bb.KEY_SIZE, value_size=bb.VALUE_SIZE,
                           cache_size=64 << 10, steps=[{"name": "fillseq", "disable_wal": True}, "flush"])
@@ -216,11 +219,11 @@ def test_own_cost_profiles_posix_and_default_through_db_bench(tmp_path, monkeypa
         sess.close()
     (db / "rxlab-loaded").write_text(f"num={num} block_align=True\n")
     saved = tmp_path / "own.csv"
-    df = bb.own_cost(tmp_path, threads=(1,), reps=1, duration=1, quiet=True, out=saved)
+    df = so.own_cost(tmp_path, threads=(1,), reps=1, duration=1, quiet=True, out=saved)
     assert set(df["backend"]) == {"posix", "default"} and (df["ops"] > 0).all()
     assert len(pd.read_csv(saved)) == len(df)       # written run by run, whole at the end
     # the second run fails (db_bench killed, say): the first one's rows stay on disk
-    real, calls = bb._profiled_db_bench, []
+    real, calls = so._profiled_db_bench, []
 
     def second_fails(*args, **kw):
         calls.append(1)
@@ -228,9 +231,9 @@ def test_own_cost_profiles_posix_and_default_through_db_bench(tmp_path, monkeypa
             raise RuntimeError("db_bench died")
         return real(*args, **kw)
 
-    monkeypatch.setattr(bb, "_profiled_db_bench", second_fails)
+    monkeypatch.setattr(so, "_profiled_db_bench", second_fails)
     with pytest.raises(RuntimeError, match="db_bench died"):
-        bb.own_cost(tmp_path, threads=(1,), reps=1, duration=1, quiet=True, out=saved)
+        so.own_cost(tmp_path, threads=(1,), reps=1, duration=1, quiet=True, out=saved)
     kept = pd.read_csv(saved)
     assert set(kept["backend"]) == {"default"} and len(kept) == len(df) // 2
     per = df.pivot_table(index="class", columns="backend", values="us_per_op", aggfunc="sum")
@@ -238,7 +241,7 @@ def test_own_cost_profiles_posix_and_default_through_db_bench(tmp_path, monkeypa
     assert per.loc["rxlab backend", "default"] == 0, per
     assert (per.sum() > 1.0).all(), per  # microseconds of CPU per op, kernel and RocksDB included
     assert per.loc["RocksDB and db_bench"].gt(0).all() and per.loc["kernel"].gt(0).all(), per
-    text = bb.summarize_own_cost(df)
+    text = so.summarize_own_cost(df)
     assert "threads=1" in text and "posix's extra code" in text and "% of default's CPU/op" in text
 
 
@@ -246,8 +249,8 @@ def test_configs_select_configurations_and_the_summary_pairs_cpu_per_op():
     assert bb.select_configs(None) is None
     assert bb.select_configs("default, posix", ("readrandom",)) == ("default", "posix")
     # a name keeps its variants, and only its own
-    assert bb._config_matches("default (io_uring on)", ("default",))
-    assert not bb._config_matches("default (io_uring on)", ("posix",))
+    assert bb.config_matches("default (io_uring on)", ("default",))
+    assert not bb.config_matches("default (io_uring on)", ("posix",))
     cpu = {"default": (40.0, 50.0, 45.0, 44.0), "posix": (41.0, 55.0, 44.1, 45.0)}
     rows = [{"section": "readrandom", "config": c, "threads": t, "rep": rep, "qps": 1000.0,
              "cpuPer": v[rep] * t, "usPer": 1.0, "syPer": 1.0, "p99_us": 100.0}
@@ -357,4 +360,4 @@ def test_driver_window_measures_both_tools_with_one_clock(tmp_path):
     (1.010, 0.990, 1.025, "+1.0% MET (interval [0.990..1.025] below +3%)"),
 ])
 def test_cpu_target_verdict_bounds_what_the_backend_adds(median, lo, hi, verdict):
-    assert bb.cpu_target_verdict(median, lo, hi) == verdict
+    assert st.cpu_target_verdict(median, lo, hi) == verdict
