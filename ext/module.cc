@@ -6,9 +6,15 @@
 #include <rocksdb/version.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <ctime>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include "bench/db.h"
 #include "bench/rawio.h"
@@ -387,9 +393,52 @@ PYBIND11_MODULE(_core, m) {
     }
     auto& d0 = s.get();
     rxlab::StepResult r;
+    // The step runs on its own thread; this one waits with the GIL released and,
+    // every 50 ms, takes it to let Python see a signal (Ctrl-C). On one, the step is
+    // cancelled (its workers stop before their next operation), joined, and the
+    // signal's exception (KeyboardInterrupt) raised here instead of a result.
+    std::atomic<bool> cancel{false};
+    bool interrupted = false;
+    PyObject *etype = nullptr, *evalue = nullptr, *etb = nullptr;
     {
       py::gil_scoped_release nogil;
-      r = rxlab::RunStep(d0, sp);
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+      std::exception_ptr err;
+      std::thread runner([&] {
+        try {
+          r = rxlab::RunStep(d0, sp, &cancel);
+        } catch (...) {
+          err = std::current_exception();
+        }
+        {
+          std::lock_guard<std::mutex> g(mu);
+          done = true;
+        }
+        cv.notify_all();
+      });
+      std::unique_lock<std::mutex> lk(mu);
+      while (!done) {
+        if (cv.wait_for(lk, std::chrono::milliseconds(50), [&] { return done; }) || interrupted) continue;
+        lk.unlock();
+        {
+          py::gil_scoped_acquire gil;
+          if (PyErr_CheckSignals() != 0) {
+            interrupted = true;
+            cancel = true;
+            PyErr_Fetch(&etype, &evalue, &etb);
+          }
+        }
+        lk.lock();
+      }
+      lk.unlock();
+      runner.join();
+      if (err && !interrupted) std::rethrow_exception(err);
+    }
+    if (interrupted) {
+      PyErr_Restore(etype, evalue, etb);
+      throw py::error_already_set();
     }
     py::dict out;
     out["name"] = r.name;
@@ -423,7 +472,8 @@ PYBIND11_MODULE(_core, m) {
     out["calls_by_cpu"] = r.calls_by_cpu;
     out["notes"] = r.notes;
     return out;
-  }, py::arg("db"), py::arg("spec"), "Run one db_bench step in C++ threads (GIL released).");
+  }, py::arg("db"), py::arg("spec"), "Run one db_bench step in C++ threads (GIL released); Ctrl-C stops it within about 50 ms "
+     "of the workers' current operations and raises KeyboardInterrupt.");
 
   m.def("rawio", [](const std::string& filename, const std::string& engine, const std::string& rw,
                     size_t bs, uint64_t size, bool direct, int iodepth, int numjobs, double runtime,

@@ -23,7 +23,7 @@ _install_moved()  # rxlab 0.1's module paths (rxlab.studies.io_efficiency, rxlab
 
 __version__ = "0.1.0"
 
-__all__ = ["DB", "Iterator", "RocksDBError", "__version__", "engines", "open", "parse_uri",
+__all__ = ["DB", "Iterator", "RocksDBError", "__version__", "engines", "explore", "open", "parse_uri",
            "rocksdb_version"]
 
 
@@ -38,3 +38,17 @@ def open(path, backend="posix", options="", statistics=False, read_only=False): 
     --readonly), so other processes can read it at the same time; writes raise RocksDBError.
     """
     return DB(str(path), backend, options, statistics, read_only)
+
+
+def explore(root=None, **kw):
+    """The run explorer over the results store, for a JupyterLab notebook (rxlab.runs.explore.Explorer).
+
+    root: the store (None: $RXLAB_RUNS, else data/runs). Keywords: x, y, hue (the plot's columns),
+    figures_dir (where its save button writes; None: $RXLAB_FIGURES, else figures/).
+    """
+    # Imported by name when called: the package imports none of its layers (each of them imports
+    # rxlab._core through it, so an import statement here would close a cycle), and `import rxlab` stays
+    # light (pandas, seaborn and ipywidgets load only when the explorer is asked for).
+    import importlib  # noqa: PLC0415
+
+    return importlib.import_module("rxlab.runs.explore").Explorer(root, **kw)

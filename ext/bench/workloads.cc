@@ -173,7 +173,8 @@ struct ThreadOut {
 
 class Runner {
  public:
-  Runner(Database& db, const StepSpec& s) : db_(db), s_(s), ro_(), wo_() {
+  Runner(Database& db, const StepSpec& s, std::atomic<bool>* cancel)
+      : db_(db), s_(s), ro_(), wo_(), cancel_(cancel) {
     ro_.verify_checksums = s.verify_checksums;
     ro_.async_io = s.async_io;
     ro_.readahead_size = static_cast<size_t>(s.readahead_size);
@@ -252,7 +253,9 @@ class Runner {
     Collect(res);
   }
 
+  bool Cancelled() const { return cancel_ && cancel_->load(std::memory_order_relaxed); }
   bool Done(const ThreadOut& o, int64_t limit, uint64_t deadline) const {
+    if (Cancelled()) return true;
     if (deadline) return MonoNs() >= deadline;
     return o.calls >= limit;
   }
@@ -297,7 +300,7 @@ class Runner {
     std::string key;
     rocksdb::WriteBatch batch;
     int64_t i = 0;
-    while (!(deadline ? MonoNs() >= deadline : i >= per)) {
+    while (!Cancelled() && !(deadline ? MonoNs() >= deadline : i >= per)) {
       batch.Clear();
       // db_bench draws, per batch, which of its DBs to write (one here) before the keys;
       // drawing it too keeps a seed's key sequence db_bench's.
@@ -584,6 +587,7 @@ class Runner {
   std::atomic<bool> stop_writer_{false};
   std::atomic<int64_t> writer_ops_{0};
   int readers_first_tid_ = 0;  // 1 where a writer is thread 0 of the step, as in db_bench
+  std::atomic<bool>* cancel_ = nullptr;  // Ctrl-C: see RunStep
 };
 
 void CompactL0(Database& db) {
@@ -597,12 +601,22 @@ void CompactL0(Database& db) {
   Check(db.db()->CompactFiles(rocksdb::CompactionOptions(), files, 1), "compact0");
 }
 
-void WaitForCompaction(Database& db) {
+void WaitForCompaction(Database& db, const std::atomic<bool>* cancel) {
+  auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
 #if ROCKSDB_MAJOR >= 9
-  Check(db.db()->WaitForCompact(rocksdb::WaitForCompactOptions()), "waitforcompaction");
+  // In slices of 100 ms, so that a cancel is seen within one.
+  rocksdb::WaitForCompactOptions wo;
+  wo.timeout = std::chrono::milliseconds(100);
+  while (!cancelled()) {
+    rocksdb::Status st = db.db()->WaitForCompact(wo);
+    if (!st.IsTimedOut()) {
+      Check(st, "waitforcompaction");
+      return;
+    }
+  }
 #else
   uint64_t pending = 1, running = 1;
-  while (pending || running) {
+  while ((pending || running) && !cancelled()) {
     db.db()->GetIntProperty("rocksdb.compaction-pending", &pending);
     db.db()->GetIntProperty("rocksdb.num-running-compactions", &running);
     if (pending || running) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -626,7 +640,7 @@ const std::vector<std::string>& StepNames() {
   return names;
 }
 
-StepResult RunStep(Database& db, const StepSpec& s) {
+StepResult RunStep(Database& db, const StepSpec& s, std::atomic<bool>* cancel) {
   if (std::find(StepNames().begin(), StepNames().end(), s.name) == StepNames().end()) {
     std::string all;
     for (auto& n : StepNames()) all += (all.empty() ? "" : ", ") + n;
@@ -641,7 +655,7 @@ StepResult RunStep(Database& db, const StepSpec& s) {
   if (db.closed()) throw DbError("database is closed");
   StepResult res;
   res.name = s.name;
-  Runner r(db, s);
+  Runner r(db, s, cancel);
   const std::string& n = s.name;
   if (n == "fillseq" || n == "fillrandom" || n == "overwrite") {
     bool seq = n == "fillseq";
@@ -677,12 +691,13 @@ StepResult RunStep(Database& db, const StepSpec& s) {
     r.Single(kCompact, &res, [&] {
       rocksdb::CompactRangeOptions co;
       co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+      co.canceled = cancel;
       Check(db.db()->CompactRange(co, nullptr, nullptr), "compact");
     });
   } else if (n == "compact0") {
     r.Single(kCompact, &res, [&] { CompactL0(db); });
   } else if (n == "waitforcompaction") {
-    r.Single(kWait, &res, [&] { WaitForCompaction(db); });
+    r.Single(kWait, &res, [&] { WaitForCompaction(db, cancel); });
   }
   return res;
 }

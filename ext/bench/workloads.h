@@ -4,6 +4,7 @@
 // so a DB loaded by one can be read by the other.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -96,7 +97,11 @@ struct StepResult {
 };
 
 // Run one step. Throws InputError for an unknown step or a bad spec.
-StepResult RunStep(Database& db, const StepSpec& spec);
+// `cancel`, when given, stops the step soon after it turns true: every worker
+// checks it before each operation, a manual compaction is cancelled through
+// RocksDB's CompactRangeOptions::canceled, waitforcompaction waits in slices.
+// The result then holds what was done (the caller discards it on Ctrl-C).
+StepResult RunStep(Database& db, const StepSpec& spec, std::atomic<bool>* cancel = nullptr);
 
 // The names RunStep accepts (db_bench's benchmarks).
 const std::vector<std::string>& StepNames();

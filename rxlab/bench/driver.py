@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from tqdm import tqdm
+from tqdm.auto import tqdm  # a notebook shows a widget bar, a terminal a text bar
 
 from rxlab import _core
 from rxlab.bench import irq as irqs
@@ -300,6 +300,14 @@ def validate(spec: RunSpec) -> None:
                              "use_direct_io_for_flush_and_compaction")
         _core.parse_uri(spec.backend)  # ValueError with the reason
     db = Path(spec.db)
+    why = sysinfo.dir_problem(db)
+    if why:
+        raise ValueError(f"db={db}: {why}; choose a directory you can write")
+    fills = [s["name"] for s in steps if s.get("name") in FILL_STEPS]
+    if not spec.use_existing_db and fills and db.is_dir() and any(db.iterdir()) and not is_rocksdb(db):
+        # the run would delete the directory to start a fresh DB: never one that holds something else
+        raise ValueError(f"db={db}: a directory with files that is not a RocksDB database; {fills[0]} "
+                         "would replace it: choose a new or empty directory")
     if spec.readonly:
         if not spec.use_existing_db:
             raise ValueError("readonly=true needs use_existing_db=true: a read-only DB cannot be created")
@@ -318,6 +326,33 @@ def validate(spec: RunSpec) -> None:
         if need > free:
             raise ValueError(f"num={spec.num}: needs about {need / 2**30:.1f} GiB at {db}, "
                              f"only {free / 2**30:.1f} GiB free")
+
+
+def is_rocksdb(db: str | os.PathLike) -> bool:
+    """Does the directory hold a RocksDB database (its CURRENT file)?"""
+    return (Path(db) / "CURRENT").is_file()
+
+
+def db_size(db: str | os.PathLike) -> int:
+    """Bytes of the files under a directory (0 when it is missing)."""
+    p = Path(db)
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else 0
+
+
+def no_block_device_note(db: str | os.PathLike, fstype: str | None) -> str:
+    """The note of a step whose DB has no block device under it (tmpfs, ...): the device columns are not
+    measured there, which is why they are empty, not because the step read nothing."""
+    return (f"no block device under {db} ({fstype or 'unknown'} file system): iops, reqsz and io.lat "
+            "come from a device's /proc/diskstats and are not measured here")
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run: the step in progress stopped, the run was kept as failed at `path`
+    (None when it stopped before the run's directory existed)."""
+
+    def __init__(self, path: Path | None):
+        super().__init__(str(path) if path else "")
+        self.path = path
 
 
 def step_spec(spec: RunSpec, step: Mapping, first_thread: int = 0) -> dict:
@@ -404,6 +439,9 @@ class Session:
         f1, t1 = self.db.counters(), self.db.statistics()
         io1 = sysinfo.proc_pid_io(os.getpid())
         row = step_row(step, sspec, res, d0, d1, c0, c1, r0, r1, f0, f1, t0, t1, self.spec.backend)
+        if not disk:
+            row["notes"] = " | ".join(filter(None, [row["notes"], no_block_device_note(self.spec.db,
+                                                                                     self.device.fstype)]))
         row.update(irq.columns(res.get("calls_by_cpu", [])))
         if io0 and io1:  # this process's own storage IO (page-cache hits excluded), unlike diskstats
             for k, col in (("read_bytes", "own_read_bytes"), ("write_bytes", "own_write_bytes"),
@@ -505,9 +543,14 @@ def run(spec: RunSpec | Mapping, root: str | os.PathLike | None = None, progress
 
     fp = {**sysinfo.fingerprint(spec.db, rocksdb_build=json.loads(rec)), **(fingerprint or {})}
     # Open first: bad RocksDB options are refused before the run directory exists.
-    sess = Session(spec)
+    w = None
     try:
-        with RunWriter(root, {**spec.to_dict(), **(meta or {})}, fp) as w:
+        sess = Session(spec)
+    except KeyboardInterrupt:
+        raise RunInterrupted(None) from None
+    try:
+        w = RunWriter(root, {**spec.to_dict(), **(meta or {})}, fp)
+        with w:
             for i, step in enumerate(tqdm(steps, desc=spec.name, disable=not progress, unit="step")):
                 if "reopen" in step:
                     sess.close()
@@ -521,6 +564,10 @@ def run(spec: RunSpec | Mapping, root: str | os.PathLike | None = None, progress
                     row.update(finish())
                 row["step_index"] = i
                 w.add_step(row)
+    except KeyboardInterrupt:
+        # the step in progress stopped (rxlab._core.run_step checks for Ctrl-C); RunWriter kept the run
+        # as .failed- with the steps done so far
+        raise RunInterrupted(w.path if w is not None and w.path.exists() else None) from None
     finally:
         sess.close()
     return w.path

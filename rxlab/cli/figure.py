@@ -10,6 +10,8 @@ from rxlab.core.figures import FORMATS, STYLES, WIDTHS
 from rxlab.runs import export as exporting
 from rxlab.runs import figures as saved
 
+TITLE = "figures for a paper"
+
 
 def _dir_help() -> str:
     return "the figures' folder (default: $RXLAB_FIGURES or the clone's figures/)"

@@ -14,6 +14,8 @@ from rxlab.core.paths import REPO
 from rxlab.core.study import SCALES
 from rxlab.runs.sweep import parse_value
 
+TITLE = "studies"
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("study", help="list the seed studies, or run one (its runs, tables, figures, findings)",

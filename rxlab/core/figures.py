@@ -124,11 +124,23 @@ def layout(width: str | None = None, aspect: float | None = None, style: str | N
 SLIDES_CANVAS = 1.4
 
 
-def figure(width: str = "column", aspect: float = 0.68, **kw):
-    """A new figure sized for a column ("column") or the page ("page"); `layout()` overrides both."""
+def figure(width: str = "column", aspect: float = 0.68, *, pyplot: bool = True, **kw):
+    """A new figure sized for a column ("column") or the page ("page"); `layout()` overrides both.
+
+    `pyplot=False`: a figure outside pyplot, on its own Agg canvas, for a widget's callback to draw (in
+    JupyterLab a pyplot figure drawn in a button's callback came out as a blank PNG; see
+    rxlab.studies.quickstart.tryit). Its keywords are Figure's (layout=...) and Figure.subplots's."""
     paper_style()
     w = WIDTHS[_LAYOUT["width"] or width] * (SLIDES_CANVAS if _LAYOUT["style"] == "slides" else 1.0)
-    return plt.subplots(figsize=(w, w * (_LAYOUT["aspect"] or aspect)), **kw)
+    size = (w, w * (_LAYOUT["aspect"] or aspect))
+    if pyplot:
+        return plt.subplots(figsize=size, **kw)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415 - only for this case
+    from matplotlib.figure import Figure  # noqa: PLC0415
+
+    fig = Figure(figsize=size, layout=kw.pop("layout", None))
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(**kw)
 
 
 def figures_dir() -> Path:

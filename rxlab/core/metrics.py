@@ -92,6 +92,21 @@ def percentile_column(p: float) -> str:
 PERCENTILE_COLUMNS = (*(percentile_column(p) for p in PERCENTILES), "max_us")
 
 
+def backend_label(uri) -> str | None:
+    """The one label of an engine URI, whatever the entry point gave it.
+
+    The CLI and db_bench's --fs_uri spell a backend `rxlab://posix`, Python
+    `posix`: both are `posix` here, so a groupby on the catalog's `backend`
+    keeps one engine together. Options stay as written
+    (`io_uring?registered_files=1`); RocksDB's own file system is `default`
+    or `default?io_uring=1`. None (or NaN) for a run without a backend.
+    """
+    if uri is None or (isinstance(uri, float) and np.isnan(uri)):
+        return None
+    s = str(uri).strip().removeprefix("rxlab://").rstrip("?&")
+    return s or None
+
+
 def _frame(rows) -> pd.DataFrame:
     """Accept a DataFrame, one row (dict or Series) or a list of dicts."""
     if isinstance(rows, pd.DataFrame):

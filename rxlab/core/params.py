@@ -112,6 +112,9 @@ def db_dir(value, name: str = "db_dir", need_direct_io: bool = True) -> str | No
     p = Path(value)
     if p.exists() and not p.is_dir():
         fail(name, value, "exists and is not a directory")
+    why = sysinfo.dir_problem(p)
+    if why:
+        fail(name, value, f"{why}; choose a directory you can write")
     if need_direct_io:
         if not sysinfo.direct_io_works(p):
             fail(name, value, "its file system does not support O_DIRECT (the study reads with O_DIRECT); "

@@ -31,6 +31,7 @@ import re
 import secrets
 import shutil
 import traceback
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -40,6 +41,12 @@ import pyarrow.parquet as pq
 
 from rxlab.core import metrics
 from rxlab.core.paths import REPO
+from rxlab.core.rundir import CorruptRun, RunNotFound, SkippedRunsWarning, read_meta, read_table, run_summary
+
+# the errors and readers of one run directory are part of the store's API (rxlab.core.rundir holds them)
+__all__ = ["CorruptRun", "Run", "RunNotFound", "RunWriter", "SkippedRunsWarning", "catalog", "default_root",
+           "is_complete", "list_runs", "load_run", "new_run_id", "read_meta", "read_table", "run_metadata",
+           "run_summary", "seed_view"]
 
 FORMAT_VERSION = 1
 TMP_PREFIX = ".tmp-"
@@ -342,8 +349,8 @@ class Run:
 
 def _read_meta(path: Path) -> dict | None:
     try:
-        return json.loads((path / "run.json").read_text())
-    except (OSError, ValueError):
+        return read_meta(path)
+    except CorruptRun:
         return None
 
 
@@ -371,26 +378,38 @@ def _resolve(run, root: Path) -> Path:
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:
-        raise KeyError(f"run {run!r} is ambiguous in {root}: " + ", ".join(sorted(m.name for m in matches)))
-    raise KeyError(f"no run {run!r} in {root}")
+        raise RunNotFound(f"run {str(run)!r} is ambiguous in {root}: "
+                          + ", ".join(sorted(m.name for m in matches)))
+    raise RunNotFound(f"no run {str(run)!r} in {root} (`rxlab runs --all` lists them)")
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:
-    return pq.read_table(path).to_pandas() if path.is_file() else pd.DataFrame()
+    return read_table(path.parent, path.name)
 
 
 def _read_parts(path: Path, kind: str) -> pd.DataFrame:
     files = sorted((path / PARTS).glob(f"*-{kind}.parquet")) if (path / PARTS).is_dir() else []
-    frames = [pq.read_table(f).to_pandas() for f in files]
+    frames = [read_table(f.parent, f.name) for f in files]
     frames = [f for f in frames if not f.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def _meta_or_parts(path: Path) -> dict:
+    """run.json, or {} for a run directory that has only its step parts (a run killed at its start)."""
+    if not (path / "run.json").exists() and (path / PARTS).is_dir():
+        return {}
+    return read_meta(path)
+
+
 def load_run(run, root: str | os.PathLike | None = None) -> Run:
-    """Any run by id, id prefix or path, complete or not (parts are read for a .tmp- dir)."""
+    """Any run by id, id prefix or path, complete or not (parts are read for a .tmp- dir).
+
+    RunNotFound (a KeyError) when there is no such run; CorruptRun (a ValueError) when the
+    directory is empty or its run.json or a table cannot be read, with what is wrong.
+    """
     root = Path(root) if root is not None else default_root()
     path = _resolve(run, root)
-    meta = _read_meta(path) or {}
+    meta = _meta_or_parts(path)
     tables = {}
     for kind, fname in (("step", "steps.parquet"), ("hist", "histograms.parquet"),
                         ("ts", "timeseries.parquet")):
@@ -425,7 +444,7 @@ def run_metadata(meta: dict) -> dict:
         "kernel": fp.get("kernel"),
         "cpu_model": fp.get("cpu_model"),
         "cores": fp.get("cores"),
-        "backend": spec.get("backend", spec.get("fs_uri")),
+        "backend": metrics.backend_label(spec.get("backend", spec.get("fs_uri"))),
         "device": dev.get("disk"),
         "device_model": dev.get("model"),
         "fstype": dev.get("fstype"),
@@ -439,32 +458,73 @@ def run_metadata(meta: dict) -> dict:
     return cols
 
 
+def _scan(root: Path) -> tuple[list[tuple[dict, Path]], list[str]]:
+    """The complete runs under root as (run.json, directory), and why each other non-dot directory
+    is not one. Dot directories (.tmp-, .failed-, .studies) are not runs the catalog reads."""
+    good, bad = [], []
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
+        if d.name.startswith(".") or not d.is_dir():
+            continue
+        try:
+            meta = read_meta(d)
+        except CorruptRun as e:
+            bad.append(str(e))
+            continue
+        if meta.get("status") != "complete":
+            bad.append(f"run {d.name}: status {meta.get('status')!r} in a complete run's place")
+        elif not (d / "steps.parquet").is_file():
+            bad.append(f"run {d.name}: no steps.parquet")
+        else:
+            good.append((meta, d))
+    return good, bad
+
+
+def _report_skipped(skipped: list[str], what: str) -> None:
+    if skipped:
+        more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+        warnings.warn(f"{what}: skipped {len(skipped)} unreadable run(s): {skipped[0]}{more}",
+                      SkippedRunsWarning, stacklevel=3)
+
+
 def catalog(root: str | os.PathLike | None = None, runs: Iterable | None = None) -> pd.DataFrame:
     """Steps of every complete run (or of the given ids/paths) as one tidy DataFrame.
 
     One row per step: run_id, the step's own columns, then the run's
-    metadata (host, kernel, backend, device, ..., spec.*). Incomplete and
+    metadata (host, kernel, backend, device, ..., spec.*). `backend` is one
+    label per engine (rxlab.core.metrics.backend_label). Incomplete and
     failed runs are skipped when listing; naming one explicitly is an error,
     because a catalog is what figures are drawn from.
+
+    A run that cannot be read (an empty directory, a corrupt run.json or
+    steps.parquet) never blocks the others: it is left out, named in a
+    SkippedRunsWarning and in ``df.attrs["skipped"]``. Named explicitly, it
+    raises CorruptRun. The seeds' columns (qps, iops, ...) are
+    ``seed_view(catalog())``.
     """
     root = Path(root) if root is not None else default_root()
+    skipped: list[str] = []
     if runs is None:
-        dirs = [d for d in root.iterdir() if is_complete(d)] if root.is_dir() else []
+        found, skipped = _scan(root)
         # run ids sort by second; within a second, by start time
-        dirs.sort(key=lambda d: ((_read_meta(d) or {}).get("started_utc") or "", d.name))
+        found.sort(key=lambda md: (md[0].get("started_utc") or "", md[1].name))
     else:
-        dirs = []
+        found = []
         for r in runs:
             d = _resolve(r, root)
+            meta = read_meta(d)
             if not is_complete(d):
-                status = (_read_meta(d) or {}).get("status", "no run.json")
-                raise ValueError(f"run {d.name} is not complete (status: {status}); "
+                raise ValueError(f"run {d.name} is not complete (status: {meta.get('status')}); "
                                  "use load_run() to inspect it")
-            dirs.append(d)
+            found.append((meta, d))
     frames = []
-    for d in dirs:
-        meta = _read_meta(d) or {}
-        steps = _read_parquet(d / "steps.parquet")
+    for meta, d in found:
+        try:
+            steps = read_table(d, "steps.parquet")
+        except CorruptRun as e:
+            if runs is not None:
+                raise
+            skipped.append(str(e))
+            continue
         if steps.empty:
             continue
         md = run_metadata(meta)
@@ -472,30 +532,60 @@ def catalog(root: str | os.PathLike | None = None, runs: Iterable | None = None)
         extra = pd.DataFrame({k: [v] * len(steps) for k, v in md.items() if k not in steps.columns},
                              index=steps.index)
         frames.append(pd.concat([steps, extra], axis=1))
+    _report_skipped(skipped, "catalog")
     if not frames:
-        return pd.DataFrame({"run_id": pd.Series(dtype="object")})
-    return pd.concat(frames, ignore_index=True, sort=False)
+        out = pd.DataFrame({"run_id": pd.Series(dtype="object")})
+    else:
+        out = pd.concat(frames, ignore_index=True, sort=False)
+        if "backend" in out.columns:
+            out["backend"] = out["backend"].map(metrics.backend_label)
+    out.attrs["skipped"] = skipped
+    return out
+
+
+LIST_COLUMNS = ["run_id", "status", "started_utc", "backend", "benchmarks", "threads", "qps", "wall_s",
+                "steps", "name", "path"]
 
 
 def list_runs(root: str | os.PathLike | None = None, include_incomplete: bool = False) -> pd.DataFrame:
-    """One row per run directory: id, status, name, start, steps."""
+    """One row per run directory: id, status, start, then what tells runs apart (run_summary), path.
+
+    Failed (.failed-) and killed (.tmp-) runs only with include_incomplete. A
+    directory that cannot be read is left out and named in
+    ``df.attrs["skipped"]`` (and a SkippedRunsWarning), never an error.
+    """
     root = Path(root) if root is not None else default_root()
-    rows = []
+    rows, skipped = [], []
     for d in sorted(root.iterdir()) if root.is_dir() else []:
         if not d.is_dir():
             continue
-        complete = is_complete(d)
-        if not complete and not include_incomplete:
+        dotted = d.name.startswith(".")
+        if dotted and not (include_incomplete and d.name.startswith((TMP_PREFIX, FAILED_PREFIX))):
+            continue  # .tmp-/.failed- when asked; .studies and the like never
+        try:
+            meta = _meta_or_parts(d)
+            status = "incomplete" if d.name.startswith(TMP_PREFIX) else meta.get("status", "unknown")
+            complete = not dotted and status == "complete" and (d / "steps.parquet").is_file()
+            if not dotted and not complete:
+                raise CorruptRun(f"run {d.name}: status {status!r} and "
+                                 f"{'a' if (d / 'steps.parquet').is_file() else 'no'} steps.parquet")
+            f = d / "steps.parquet"
+            steps = read_table(d, f.name) if f.is_file() else _read_parts(d, "step")
+        except CorruptRun as e:
+            skipped.append(str(e))
             continue
-        meta = _read_meta(d) or {}
-        status = meta.get("status", "no run.json") if not d.name.startswith(TMP_PREFIX) else "incomplete"
-        rows.append({"run_id": meta.get("run_id", d.name), "status": status, "path": str(d),
-                     "name": (meta.get("spec") or {}).get("name"), "started_utc": meta.get("started_utc"),
-                     "steps": meta.get("steps")})
-    return pd.DataFrame(rows, columns=["run_id", "status", "path", "name", "started_utc", "steps"])
+        rid = meta.get("run_id", d.name.removeprefix(TMP_PREFIX).removeprefix(FAILED_PREFIX))
+        rows.append({"run_id": rid,
+                     "status": status, "started_utc": meta.get("started_utc"), **run_summary(meta, steps),
+                     "steps": meta.get("steps", len(steps)), "name": (meta.get("spec") or {}).get("name"),
+                     "path": str(d)})
+    _report_skipped(skipped, "runs")
+    out = pd.DataFrame(rows, columns=LIST_COLUMNS)
+    out.attrs["skipped"] = skipped
+    return out
 
 
-ID_COLUMNS = ("run_id", "step", "run_name", "host", "backend")
+ID_COLUMNS = ("run_id", "step", "run_name", "host", "backend", "threads")
 
 
 def seed_view(df: pd.DataFrame, baseline=None) -> pd.DataFrame:

@@ -1,6 +1,6 @@
 """The rxlab command as users run it (subprocesses of the installed `rxlab`).
 
-- `rxlab bench --json` / `rxlab runs` / `rxlab show`: a stored run and its tables.
+- `rxlab bench --json` / `rxlab runs` / `rxlab show`: a stored run, its summary and its tables.
 - The store survives a SIGKILL of `rxlab bench` in the middle of a step.
 - Bad input to `rxlab bench` and `rxlab fio`: exit code 2, one line on stderr
   naming the bad value, and nothing written (no run directory, no DB, no file).
@@ -87,10 +87,18 @@ def test_bench_json_then_runs_and_show(tmp_path):
     header = next(ln for ln in out if ln.split()[:1] == ["qps"])
     assert header.split() == [*SEEDS, "test"]
 
+    # the summary line: what tells this run from others
+    assert out[1].split()[:2] == ["status", "complete"]
+    for word in ("backend default?io_uring=1", "benchmarks fillseq,flush,readrandom", "threads 1", "qps ",
+                 "wall "):
+        assert word in out[1], out[1]
+
     as_json = run_cli("show", run_dir.name, "--dir", runs, "--json")
     assert as_json.returncode == 0, describe(as_json)
-    text = as_json.stdout
-    assert json.loads(text[text.index("["):]) == steps
+    shown_json = json.loads(as_json.stdout)  # nothing but the JSON on stdout
+    assert shown_json["steps"] == steps
+    assert shown_json["backend"] == "default?io_uring=1" and shown_json["threads"] == 1
+    assert shown_json["qps"] == pytest.approx(rr["qps"])
 
 
 # ------------------------------------------------------------------ SIGKILL
@@ -283,8 +291,9 @@ def test_bench_rejects_bad_input(bad_runs, case, want):
 
 
 def test_tmpfs_without_odirect_message(monkeypatch, tmp_path):
-    """The message for a DB on a file system without O_DIRECT, whatever this kernel's tmpfs does."""
-    monkeypatch.setattr(driver, "direct_io_works", lambda path: False)
+    """The message for a DB on a file system without O_DIRECT, whatever this kernel's tmpfs does
+    (tmpfs has O_DIRECT since Linux 6.6: no file system here refuses it, so the probe answers no)."""
+    monkeypatch.setattr(sysinfo, "direct_io_works", lambda path: False)
     spec = driver.RunSpec(db=str(tmp_path / "db"), num=1000)
     with pytest.raises(ValueError, match="does not support O_DIRECT") as e:
         driver.validate(spec)
@@ -445,10 +454,11 @@ def test_rxlab_fio_blockalign_reads_unaligned_blocks(fio_file, tmp_path):
     """fio's blockalign: bs=8704 at 512-byte offsets, the reads RocksDB makes without block_align.
     strace shows every read's size and offset; the disk's counters show 8.5 KiB per read."""
     trace = tmp_path / "trace"
-    code = (f"from rxlab import rawio; r = fio.run({str(fio_file)!r}, bs=8704, blockalign=512, size='256m', "
-            "ioengine='psync', runtime=0.3, ramp_time=0)[-1]; print(r['disk_read_sectors'] / max(r['disk_reads'], 1) / 2)")
-    out = subprocess.run(["strace", "-f", "-e", "trace=pread64", "-o", str(trace), sys.executable, "-c", code],
-                         capture_output=True, text=True, check=True)
+    code = (f"from rxlab.bench import fio; r = fio.run({str(fio_file)!r}, bs=8704, blockalign=512, "
+            "size='256m', ioengine='psync', runtime=0.3, ramp_time=0)[-1]; "
+            "print(r['disk_read_sectors'] / max(r['disk_reads'], 1) / 2)")
+    out = subprocess.run(["strace", "-f", "-e", "trace=pread64", "-o", str(trace), sys.executable, "-c",
+                          code], capture_output=True, text=True, check=True)
     reads = [tuple(map(int, m)) for m in re.findall(r"pread64\(\d+, .*?, (\d+), (\d+)\) = 8704",
                                                       trace.read_text())]
     assert len(reads) > 100
