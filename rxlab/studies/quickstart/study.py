@@ -1,69 +1,116 @@
-"""The start-here notebook's few calls: a DB on a backend, one stored run, a look at it.
+"""The start-here study: one backend, one workload, one stored run, and a look at it.
 
 notebooks/00_start_here.ipynb is for a first session in JupyterLab: open a
-database on one of rxlab's backends and use it, run db_bench's fillseq and
-readrandom through the driver (stored like every run), and read the run back.
+database on one of rxlab's backends and use it, run db_bench's fillseq,
+flush and a read workload through the driver (stored like every run, under
+one study id), read the run back, and try other backends and options from
+the "try it" panel (tryit.py).
 """
+
 from __future__ import annotations
 
-import tempfile
-from dataclasses import dataclass
-from pathlib import Path
+import re
 
 import pandas as pd
 
-from rxlab import _core
 from rxlab.bench import driver
-from rxlab.core import metrics, store
-from rxlab.core import params as checks
+from rxlab.core import metrics
+from rxlab.core.study import RunContext, Study, StudyResult
+from rxlab.studies.quickstart import tables
+from rxlab.studies.quickstart.params import SCALE_KEYS, WORKLOADS, Params
+from rxlab.studies.quickstart.tables import engines_table, look
 
-# keys loaded and read: seconds at smoke, about a minute at small, a DB well above the cache at full
-SCALE_KEYS = {"smoke": 20_000, "small": 500_000, "full": 4_000_000}
+__all__ = [
+    "KEYS",
+    "RUN_PREFIX",
+    "SCALE_KEYS",
+    "STUDY",
+    "WORKLOADS",
+    "Params",
+    "QuickstartStudy",
+    "engines_table",
+    "look",
+]
 
-
-@dataclass
-class Params(checks.Checked):
-    """backend: an engine name or URI (`rxlab engines`) or default. scale: smoke | small | full.
-    db_dir: where the DB goes (None: a temporary directory). threads: readrandom's clients."""
-
-    backend: str = "posix"
-    scale: str = "small"
-    db_dir: str | None = None
-    threads: int = 1
-
-    def __post_init__(self):
-        self.backend = checks.backend(self.backend, allow_delay=True)
-        checks.choice("scale", self.scale, tuple(SCALE_KEYS))
-        self.db_dir = checks.db_dir(self.db_dir)
-        if not (checks.is_int(self.threads) and 1 <= self.threads <= 64):
-            checks.fail("threads", self.threads, "expected one integer 1..64")
-        self.threads = int(self.threads)
-
-    def work_dir(self) -> Path:
-        return Path(self.db_dir) if self.db_dir else Path(tempfile.mkdtemp(prefix="rxlab-start-"))
-
-    def spec(self, db: str | Path) -> driver.RunSpec:
-        """fillseq, flush and readrandom: the DB is loaded, written to SST files, then read."""
-        num = SCALE_KEYS[self.scale]
-        return driver.RunSpec(db=str(db), name="start-here", backend=self.backend, num=num,
-                              steps=["fillseq", "flush", "readrandom"], threads=self.threads,
-                              reads=max(1000, num // 10 // self.threads), cache_size=1 << 20,
-                              write_buffer_size=8 << 20, target_file_size_base=8 << 20, scale=self.scale)
+RUN_PREFIX = "start-"
+_NAME_RE = re.compile(r"^start-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-(?P<workload>[a-z]+)$")
+KEYS = ["study", "backend", "workload", "threads", "test", "run_id"]
 
 
-def engines_table() -> pd.DataFrame:
-    """The engines the module has, with their URI options."""
+class QuickstartStudy(Study):
+    name = "quickstart"
+    title = "start here: one backend, the load and one read workload, stored and read back"
+    notebook = "00_start_here"
+    Params = Params
+    run_prefix = RUN_PREFIX
+    tables = tables.TABLES
+    figures = {}  # noqa: RUF012 - the protocol's class attribute; the panel draws its histogram unsaved
+    work_prefix = "rxlab-start-"
 
-    rows = [{"engine": e["name"], "what": e["help"],
-             "options": ", ".join(f"{k}={v[0]}" for k, v in e["options"].items())} for e in _core.engines()]
-    return pd.DataFrame(rows).set_index("engine")
+    def plan(self, params: Params) -> pd.DataFrame:
+        return pd.DataFrame(
+            [{"backend": params.backend, "workload": params.workload, "threads": params.threads}]
+        )
+
+    def describe(self, row) -> str:
+        return f"{row.backend} {row.workload} x{row.threads}"
+
+    def run_one(self, ctx: RunContext, row):
+        spec = ctx.params.spec(ctx.path("db"), name=ctx.run_name(row.workload))
+        return driver.run(spec, root=ctx.root, progress=ctx.progress)
+
+    def frame(self, cat: pd.DataFrame) -> pd.DataFrame:
+        """The tidy frame (one row per step) of this study's runs in catalog rows (others dropped)."""
+        empty = pd.DataFrame(columns=[*KEYS, *metrics.SEED_COLUMNS])
+        if cat.empty or "run_name" not in cat.columns:
+            return empty
+        m = cat["run_name"].astype(str).str.extract(_NAME_RE)
+        keep = m["study"].notna()
+        cat, m = cat[keep].copy(), m[keep]
+        if cat.empty:
+            return empty
+        threads = pd.to_numeric(cat.get("spec.threads", cat.get("threads")), errors="coerce")
+        keys = pd.DataFrame(
+            {
+                "study": m["study"],
+                "backend": cat["backend"].astype(str),
+                "workload": m["workload"],
+                "threads": threads.astype("Int64"),
+            },
+            index=cat.index,
+        )
+        derived = metrics.seed_columns(cat)
+        raw = cat.drop(columns=[c for c in [*derived.columns, *keys.columns] if c in cat.columns])
+        out = pd.concat([keys, raw, derived], axis=1)
+        first = [c for c in KEYS if c in out.columns]
+        out = out[first + [c for c in out.columns if c not in first]]
+        return out.sort_values(["study", "run_id", "step"], kind="stable").reset_index(drop=True)
+
+    def complete(self, f: pd.DataFrame) -> bool:
+        """Every run has its measured step (the workload its name says)."""
+        return not f.empty and bool((f["test"] == f["workload"]).groupby(f["run_id"]).any().all())
+
+    def live_table(self, result: StudyResult) -> pd.DataFrame:
+        f = result.frame
+        return f[
+            [
+                c
+                for c in ("run_id", "test", "backend", "threads", "qps", "iops", "cpuPer", "rx.lat", "io.lat")
+                if c in f.columns
+            ]
+        ].tail(12)
+
+    def findings(self, result: StudyResult) -> str:
+        f = result.frame
+        lines = []
+        for _, r in f[f["test"] == f["workload"]].iterrows():
+            p99 = r.get(metrics.percentile_column(99.0))
+            lines.append(
+                f"- {r['workload']} on {r['backend']} with {r['threads']} thread(s): {r['qps']:,.0f} "
+                f"ops/s, {r['rx.lat']:.1f} us mean latency (p99 {p99:.0f} us), {r['cpuPer']:.1f} us "
+                f"CPU per op, {r['iops']:,.0f} device reads/s"
+            )
+        return "\n".join(lines)
 
 
-def look(run_dir: str | Path) -> pd.DataFrame:
-    """A stored run's steps in the seeds' columns (rxlab.core.metrics) with the latency percentiles."""
-    run = store.load_run(run_dir)
-    cols = ["name", "ops", "wall_s", *(metrics.percentile_column(p) for p in metrics.PERCENTILES[:4])]
-    steps = run.steps
-    seed = metrics.seed_columns(steps)
-    return pd.concat([steps[[c for c in cols if c in steps]], seed.drop(columns=["test"], errors="ignore")],
-                     axis=1).set_index("name")
+STUDY = QuickstartStudy()
