@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 SCALE  ?= small
 PYTEST_ARGS ?=
 
-.PHONY: setup test deps rocksdb venv ext main bench clean
+.PHONY: setup test deps rocksdb venv ext main lab bench docs docs-serve clean
 
 setup: ext main
 
@@ -31,9 +31,11 @@ venv: $(VENV)/.deps
 # (Re)build the extension and the plugin against the RocksDB build; ninja
 # makes this a no-op when nothing changed.
 ext: rocksdb venv
-	$(PY) -m pip install -q --no-build-isolation -e ".[test,lab,dist]"
+	$(PY) -m pip install -q --no-build-isolation -e ".[test,lab,dist,docs,browser]"
 	@# papermill runs the notebooks on a kernel named python3: this venv's.
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@# JupyterLab of this venv: 127.0.0.1, and root allowed (the set-up runs as root on a new machine).
+	$(VENV)/bin/rxlab lab --configure >/dev/null
 
 # The main job: every backend through the release db_bench, then the
 # IO-efficiency study (notebook 10) at $(SCALE) scale; the executed notebook
@@ -42,8 +44,22 @@ main:
 	$(VENV)/bin/rxlab compare --scale $(SCALE)
 	$(VENV)/bin/rxlab report --scale $(SCALE) --only 10
 
+# JupyterLab on 127.0.0.1 with a token, notebook 00 open; prints the URL to open (as root too).
+lab: ext
+	$(VENV)/bin/rxlab lab
+
 bench: ext
-	$(VENV)/bin/rxlab bench-backends
+	$(VENV)/bin/rxlab selfcheck backends
+
+# The documentation site: docs/ built into site/ (warnings are errors), or served on localhost:8000.
+# (The two variables silence the toolchain's banners about its own future, not warnings about the pages.)
+docs docs-serve: export NO_MKDOCS_2_WARNING = 1
+docs docs-serve: export DISABLE_MKDOCS_2_WARNING = true
+docs: ext
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
+docs-serve: ext
+	$(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
 
 clean:
 	rm -rf build $(VENV)
