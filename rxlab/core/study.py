@@ -42,7 +42,7 @@ from rxlab.core import figures, store
 from rxlab.core import params as checks
 from rxlab.core.tables import save_table
 
-__all__ = ["SCALES", "FigureSpec", "RunContext", "Study", "StudyParams", "StudyResult", "manifest",
+__all__ = ["SCALES", "FigureSpec", "RunContext", "Study", "StudyParams", "StudyResult", "StudySettings", "manifest",
            "new_study_id", "settings_table"]
 
 SCALES = ("smoke", "small", "full")
@@ -62,6 +62,19 @@ def settings_table(rows: Iterable[tuple[str, Any]]) -> pd.DataFrame:
 def size_text(b: float) -> str:
     """Bytes as GiB or MiB, for settings tables."""
     return f"{b / 2**30:.2f} GiB" if b >= 2**30 else f"{b / 2**20:.1f} MiB"
+
+
+@dataclass(frozen=True)
+class StudySettings:
+    """A scale resolved on this machine: what a study will run. Every study's Settings starts with
+    these and adds its own; `table()` shows them in the notebook."""
+
+    scale: str
+    num: int            # keys
+    db_bytes: int       # key-value data
+    duration: float     # seconds of each timed step
+    repeats: int
+    cache_size: int     # RocksDB's block cache, bytes
 
 
 @dataclass
@@ -183,7 +196,14 @@ def _write_manifest(root: Path, study_id: str, content: dict) -> None:
 
 
 class Study:
-    """The protocol. A subclass sets the class attributes and implements plan, run_one and frame."""
+    """The protocol. A subclass declares what the study is in its class statement and implements
+    plan, run_one and frame:
+
+        class BackendsStudy(Study, name="backends", notebook="30_backends", seed=SEED_FILE,
+                            published=PUBLISHED, run_prefix="lab-", params=Params,
+                            result=BackendsResult, tables=TABLES, figures=FIGURES):
+            '''The lab report's workloads on each backend (the docstring's first line: its title).'''
+    """
 
     name: ClassVar[str]                 # registry key and CLI name, e.g. "backends"
     title: ClassVar[str]                # one line: what it measures
@@ -196,6 +216,25 @@ class Study:
     tables: ClassVar[Mapping[str, Callable]] = {}
     figures: ClassVar[Mapping[str, FigureSpec]] = {}
     work_prefix: ClassVar[str | None] = None   # temporary directory's prefix (default rxlab-<name>-)
+
+    def __init_subclass__(cls, *, name: str | None = None, notebook: str | None = None,
+                          seed: str | None = None, published: tuple[str, ...] = (),
+                          run_prefix: str | None = None,
+                          params: type[StudyParams] | None = None, result: type[StudyResult] | None = None,
+                          tables: Mapping[str, Callable] | None = None,
+                          figures: Mapping[str, FigureSpec] | None = None, work_prefix: str | None = None, **kw):
+        """The class statement's keywords become the study's declarations; its docstring's first line,
+        its title."""
+        super().__init_subclass__(**kw)
+        given = {"name": name, "notebook": notebook, "seed": seed, "run_prefix": run_prefix, "Params": params,
+                 "result_type": result, "tables": tables, "figures": figures, "work_prefix": work_prefix}
+        for attr, value in given.items():
+            if value is not None:
+                setattr(cls, attr, value)
+        if published:
+            cls.published = tuple(published)
+        if "title" not in cls.__dict__ and cls.__doc__:
+            cls.title = cls.__doc__.strip().splitlines()[0].rstrip(".")
 
     # ------------------------------------------------------------------ what a study implements
 

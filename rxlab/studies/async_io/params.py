@@ -8,7 +8,7 @@ import pandas as pd
 
 from rxlab.core import params as checks
 from rxlab.core import study
-from rxlab.core.study import settings_table, size_text
+from rxlab.core.study import StudySettings, settings_table, size_text
 from rxlab.core.sysinfo import work_space
 
 __all__ = ["BLOCK_BYTES", "BLOOM_BITS", "DEFAULT_BACKENDS", "GET_LOOP", "KEY_SIZE", "KIND", "MULTIGET",
@@ -71,15 +71,9 @@ DEFAULT_BACKENDS = ["posix", "libaio", "io_uring", "default", "default?io_uring=
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(StudySettings):
     """A scale resolved with the parameters: what a study will run."""
 
-    scale: str
-    num: int
-    db_bytes: int
-    duration: float
-    repeats: int
-    cache_size: int
     batch_sizes: tuple
     seek_nexts: int
     multiread_stride: int

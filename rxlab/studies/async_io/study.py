@@ -134,18 +134,10 @@ def _slug(backend: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", backend).strip("-")
 
 
-class AsyncIOStudy(Study):
-    name = "async_io"
-    title = "the RocksDB wiki's asynchronous IO: MultiGet against a Get loop, scans with async prefetch"
-    notebook = "40_async_io"
-    seed = SEED_FILE
-    published = PUBLISHED
-    Params = Params
-    run_prefix = RUN_PREFIX
-    result_type = AsyncIOResult
-    tables = TABLES
-    figures = FIGURES
-    work_prefix = "rxlab-asyncio-"
+class AsyncIOStudy(Study, name="async_io", notebook="40_async_io", seed=SEED_FILE, published=PUBLISHED,
+                          run_prefix=RUN_PREFIX, params=Params, result=AsyncIOResult, tables=TABLES,
+                          figures=FIGURES):
+    """The RocksDB wiki's asynchronous IO: MultiGet against a Get loop, scans with async prefetch."""
 
     def plan(self, params: Params) -> pd.DataFrame:
         """The runs in execution order: the build, then rep x (backend, delay), rotated each repetition."""

@@ -9,7 +9,7 @@ import pandas as pd
 
 from rxlab.core import metrics, study
 from rxlab.core import params as checks
-from rxlab.core.study import settings_table, size_text
+from rxlab.core.study import StudySettings, settings_table, size_text
 from rxlab.core.sysinfo import work_space
 
 SEED_FILE = "lab-report-disaggregated-rocksdb-backends.txt"
@@ -95,15 +95,9 @@ SCALES = {
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(StudySettings):
     """A scale resolved on this machine."""
 
-    scale: str
-    num: int
-    db_bytes: int
-    duration: float
-    repeats: int
-    cache_size: int
     threads: int
     work_dir: str
     free_bytes: int

@@ -68,17 +68,10 @@ def parts(settings: Settings) -> list[list]:
     return out
 
 
-class BackendsStudy(Study):
-    name = "backends"
-    title = "the lab report's workloads on posix, libaio, io_uring and RocksDB's own file system"
-    notebook = "30_backends"
-    seed = SEED_FILE
-    published = PUBLISHED
-    Params = Params
-    run_prefix = RUN_PREFIX
-    result_type = BackendsResult
-    tables = tables.TABLES
-    figures = figures.FIGURES
+class BackendsStudy(Study, name="backends", notebook="30_backends", seed=SEED_FILE, published=PUBLISHED,
+                           run_prefix=RUN_PREFIX, params=Params, result=BackendsResult, tables=tables.TABLES,
+                           figures=figures.FIGURES):
+    """The lab report's workloads on posix, libaio, io_uring and RocksDB's own file system."""
 
     def plan(self, params: Params) -> pd.DataFrame:
         """The runs in execution order: rep, case, delay_us, jitter_us, backend, part (the fill that

@@ -11,7 +11,7 @@ import pandas as pd
 from rxlab.core import params as checks
 from rxlab.core import published, study, sysinfo
 from rxlab.core.cgroup import CgroupSupport, cgroup_support
-from rxlab.core.study import settings_table
+from rxlab.core.study import StudySettings, settings_table
 from rxlab.core.units import parse_size
 
 SEED_FILE = "blog-2024-01-08-rocksdb-compaction-readahead.txt"
@@ -99,18 +99,12 @@ def seed_devices() -> pd.DataFrame:
                          "source": "published"}).reset_index(drop=True)
 
 
-@dataclass
-class Settings:
+@dataclass(frozen=True)
+class Settings(StudySettings):
     """A scale resolved on this machine: what a study will actually run."""
 
-    scale: str
-    num: int
-    db_bytes: int
-    duration: float
-    repeats: int
     memory_limit: int            # 0: no limit (the cgroup is unavailable or was not asked for)
     cgroup: CgroupSupport
-    cache_size: int
     write_buffer_size: int
     target_file_size_base: int
     max_bytes_for_level_base: int

@@ -27,18 +27,10 @@ _NAME_RE = re.compile(r"^readahead-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-r(?P<rep>\d
 KEYS = ["study", "rep", "readahead", "setting", "run_id"]
 
 
-class ReadaheadStudy(Study):
-    name = "compaction_readahead"
-    title = "overwrite per compaction_readahead_size with buffered IO under a memory limit"
-    notebook = "60_compaction_readahead"
-    seed = SEED_FILE
-    published = PUBLISHED
-    Params = Params
-    run_prefix = RUN_PREFIX
-    result_type = ReadaheadResult
-    tables = tables.TABLES
-    figures = figures.FIGURES
-    work_prefix = "rxlab-readahead-"
+class ReadaheadStudy(Study, name="compaction_readahead", notebook="60_compaction_readahead", seed=SEED_FILE,
+                            published=PUBLISHED, run_prefix=RUN_PREFIX, params=Params,
+                            result=ReadaheadResult, tables=tables.TABLES, figures=figures.FIGURES):
+    """Overwrite per compaction_readahead_size with buffered IO under a memory limit."""
 
     def plan(self, params: Params) -> pd.DataFrame:
         """The overwrite runs in execution order: rep, compaction_readahead_size (rotated per repetition)."""

@@ -75,18 +75,10 @@ def steps(settings: IoEfficiencySettings) -> list[dict]:
     return out
 
 
-class CpuBreakdownStudy(Study):
-    name = "cpu_breakdown"
-    title = "where RocksDB's CPU goes in an IO-bound point query: perf samples by part of the call stack"
-    notebook = "80_cpu_breakdown"
-    seed = SEED_FILE
-    published = PUBLISHED
-    Params = Params
-    run_prefix = RUN_PREFIX
-    result_type = CpuResult
-    tables = tables.TABLES
-    figures = figures.FIGURES
-    work_prefix = "rxlab-cpu-db-"
+class CpuBreakdownStudy(Study, name="cpu_breakdown", notebook="80_cpu_breakdown", seed=SEED_FILE,
+                               published=PUBLISHED, run_prefix=RUN_PREFIX, params=Params, result=CpuResult,
+                               tables=tables.TABLES, figures=figures.FIGURES):
+    """Where RocksDB's CPU goes in an IO-bound point query: perf samples by part of the call stack."""
 
     def plan(self, params: Params) -> pd.DataFrame:
         """The steps of the study's one run, in order: index, label, benchmark, mode, repetition, threads."""

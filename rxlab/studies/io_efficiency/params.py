@@ -21,7 +21,7 @@ import pandas as pd
 
 from rxlab.core import model, study
 from rxlab.core import params as checks
-from rxlab.core.study import settings_table, size_text
+from rxlab.core.study import StudySettings, settings_table, size_text
 from rxlab.core.sysinfo import work_space
 from rxlab.core.units import parse_size
 
@@ -85,19 +85,13 @@ SCALES = {
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(StudySettings):
     """A scale resolved on this machine: what a study will actually run."""
 
-    scale: str
-    num: int
-    db_bytes: int
-    duration: float
     revrange_duration: float
     fio_runtime: float
     fio_ramp: float
     fio_size: int
-    repeats: int
-    cache_size: int
     write_buffer_size: int
     target_file_size_base: int
     max_bytes_for_level_base: int

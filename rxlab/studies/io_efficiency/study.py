@@ -109,18 +109,10 @@ def _run_name(ctx: RunContext, row, kind: str) -> str:
     return ctx.run_name(f"r{row.rep}", f"t{row.threads}", f"d{row.delay_us}", kind)
 
 
-class IoEfficiencyStudy(Study):
-    name = "io_efficiency"
-    title = "RocksDB's storage read IOPS against fio's at the same concurrency (the first seed's io.eff)"
-    notebook = "10_io_efficiency"
-    seed = SEED_FILE
-    published = PUBLISHED
-    Params = Params
-    run_prefix = RUN_PREFIX
-    result_type = IoEfficiencyResult
-    tables = tables.TABLES
-    figures = figures.FIGURES
-    work_prefix = "rxlab-ioeff-"
+class IoEfficiencyStudy(Study, name="io_efficiency", notebook="10_io_efficiency", seed=SEED_FILE,
+                               published=PUBLISHED, run_prefix=RUN_PREFIX, params=Params,
+                               result=IoEfficiencyResult, tables=tables.TABLES, figures=figures.FIGURES):
+    """RocksDB's storage read IOPS against fio's at the same concurrency (the first seed's io.eff)."""
 
     def plan(self, params: Params) -> pd.DataFrame:
         """The runs of a study in execution order: rep, delay_us, threads, tool, block_align.

@@ -7,7 +7,7 @@ import pandas as pd
 
 from rxlab.core import params as checks
 from rxlab.core import study
-from rxlab.core.study import settings_table, size_text
+from rxlab.core.study import StudySettings, settings_table, size_text
 from rxlab.core.sysinfo import work_space
 from rxlab.studies.io_efficiency_tuning.configs import CONFIGS
 
@@ -41,15 +41,9 @@ SCALES = {
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(StudySettings):
     """A scale resolved with the parameters: what a study will run."""
 
-    scale: str
-    num: int
-    db_bytes: int
-    duration: float
-    repeats: int
-    cache_size: int
     fio_size: int
     configs: tuple
 

@@ -60,18 +60,10 @@ def _run_spec(s: Settings, db, name: str, backend: str, steps: list, **over) -> 
     return driver.RunSpec(**fields)
 
 
-class IoEffTuningStudy(Study):
-    name = "io_efficiency_tuning"
-    title = "what raises RocksDB's io.eff: a ladder of configurations against fio, one client"
-    notebook = "15_raising_io_efficiency"
-    seed = SEED_FILE
-    published = PUBLISHED
-    Params = Params
-    run_prefix = RUN_PREFIX
-    result_type = TuningResult
-    tables = TABLES
-    figures = FIGURES
-    work_prefix = "rxlab-tuning-"
+class IoEffTuningStudy(Study, name="io_efficiency_tuning", notebook="15_raising_io_efficiency",
+                              seed=SEED_FILE, published=PUBLISHED, run_prefix=RUN_PREFIX, params=Params,
+                              result=TuningResult, tables=TABLES, figures=FIGURES):
+    """What raises RocksDB's io.eff: a ladder of configurations against fio, one client."""
 
     def plan(self, params: Params) -> pd.DataFrame:
         """Runs in order: the load, then per repetition fio and every configuration (rotated)."""

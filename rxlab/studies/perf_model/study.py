@@ -35,18 +35,10 @@ RUN_PREFIX = "model-"
 PLAN_COLUMNS = ["part", "what"]
 
 
-class PerfModelStudy(Study):
-    name = "perf_model"
-    title = "the seed's performance model and a fitted one, against this machine's IO-efficiency runs"
-    notebook = "20_perf_model"
-    seed = SEED_FILE
-    published = PUBLISHED
-    Params = Params
-    run_prefix = RUN_PREFIX
-    result_type = PerfModelResult
-    tables = tables.TABLES
-    figures = figures.FIGURES
-    work_prefix = "rxlab-model-"
+class PerfModelStudy(Study, name="perf_model", notebook="20_perf_model", seed=SEED_FILE, published=PUBLISHED,
+                            run_prefix=RUN_PREFIX, params=Params, result=PerfModelResult,
+                            tables=tables.TABLES, figures=figures.FIGURES):
+    """The seed's performance model and a fitted one, against this machine's IO-efficiency runs."""
 
     def plan(self, params: Params) -> pd.DataFrame:
         """One row per part, in execution order: io_efficiency, delayed (when a delay is above 0),

@@ -37,15 +37,9 @@ _NAME_RE = re.compile(r"^start-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-(?P<workload>[a
 KEYS = ["study", "backend", "workload", "threads", "test", "run_id"]
 
 
-class QuickstartStudy(Study):
-    name = "quickstart"
-    title = "start here: one backend, the load and one read workload, stored and read back"
-    notebook = "00_start_here"
-    Params = Params
-    run_prefix = RUN_PREFIX
-    tables = tables.TABLES
-    figures = {}  # noqa: RUF012 - the protocol's class attribute; the panel draws its histogram unsaved
-    work_prefix = "rxlab-start-"
+class QuickstartStudy(Study, name="quickstart", notebook="00_start_here", run_prefix=RUN_PREFIX,
+                             params=Params, tables=tables.TABLES, figures={}, work_prefix="rxlab-start-"):
+    """Start here: one backend, the load and one read workload, stored and read back."""
 
     def plan(self, params: Params) -> pd.DataFrame:
         return pd.DataFrame(

@@ -10,7 +10,7 @@ import pandas as pd
 
 from rxlab.core import builds, study
 from rxlab.core import params as checks
-from rxlab.core.study import settings_table, size_text
+from rxlab.core.study import StudySettings, settings_table, size_text
 
 SEED_FILE = "blog-2025-12-01-rocksdb-gcc-vs-clang-and-more.txt"
 PUBLISHED = (f"{SEED_FILE}: gccclang_relative_qps",)
@@ -41,16 +41,10 @@ SCALES = {
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(StudySettings):
     """A scale resolved: what each child run does."""
 
-    scale: str
-    num: int
     value_size: int
-    db_bytes: int
-    cache_size: int
-    duration: float
-    repeats: int
     threads: int
     write_rate_limit: int
     builds: tuple

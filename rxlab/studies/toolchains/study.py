@@ -66,17 +66,10 @@ def _module_state(key: str) -> str:
     return "compiled" if builds.module_current(key) else "to compile"
 
 
-class ToolchainsStudy(Study):
-    name = "toolchains"
-    title = "RocksDB built with gcc, clang and clang+LTO: relative QPS of the post's tests"
-    notebook = "70_toolchains"
-    seed = SEED_FILE
-    published = PUBLISHED
-    Params = Params
-    run_prefix = RUN_PREFIX
-    result_type = ToolchainsResult
-    tables = tables.TABLES
-    figures = figures.FIGURES
+class ToolchainsStudy(Study, name="toolchains", notebook="70_toolchains", seed=SEED_FILE,
+                             published=PUBLISHED, run_prefix=RUN_PREFIX, params=Params,
+                             result=ToolchainsResult, tables=tables.TABLES, figures=figures.FIGURES):
+    """RocksDB built with gcc, clang and clang+LTO: relative QPS of the post's tests."""
 
     def plan(self, params: Params) -> pd.DataFrame:
         """One row per child process, in run order: each repetition runs every build, the order

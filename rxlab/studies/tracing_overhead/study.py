@@ -56,18 +56,10 @@ def environment(path: Path) -> dict:
     return sysinfo.fingerprint(path, rocksdb_build=rec)
 
 
-class TracingStudy(Study):
-    name = "tracing_overhead"
-    title = "what tracing costs db_bench (none, rxlab's counters, perf, strace) and strace's syscall counts"
-    notebook = "50_tracing_overhead"
-    seed = SEED_FILE
-    published = PUBLISHED
-    Params = Params
-    run_prefix = RUN_PREFIX
-    result_type = TracingResult
-    tables = tables.TABLES
-    figures = figures.FIGURES
-    work_prefix = "rxlab-tracing-"
+class TracingStudy(Study, name="tracing_overhead", notebook="50_tracing_overhead", seed=SEED_FILE,
+                          published=PUBLISHED, run_prefix=RUN_PREFIX, params=Params, result=TracingResult,
+                          tables=tables.TABLES, figures=figures.FIGURES):
+    """What tracing costs db_bench (none, rxlab's counters, perf, strace) and strace's syscall counts."""
 
     def plan(self, params: Params) -> pd.DataFrame:
         """The runs in execution order: rep, backend, tracer.
