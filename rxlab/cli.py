@@ -564,6 +564,8 @@ def main(argv=None) -> int:
     rp.add_argument("--figures", help="figures directory (default figures/ or $RXLAB_FIGURES)")
     rp.add_argument("--quiet", action="store_true")
     rp.set_defaults(fn=_report)
+    from .bench import conformance
+    conformance.add_parser(sub)
     sub.add_parser("bench", help="db_bench workloads in-process; db_bench's flags (rxlab bench --help)")
     sub.add_parser("fio", help="rxlab's raw-IO baseline; fio's flags (rxlab fio --help)")
 
