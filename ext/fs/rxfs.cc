@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "mmap.h"
+#include "testhooks.h"
 
 namespace rxlab {
 
@@ -918,6 +919,7 @@ class RxWritableFile final : public FSWritableFile {
   void TrimPreallocation() {
     size_t block_size = 0, last_block = 0;
     GetPreallocationStatus(&block_size, &last_block);
+    TestSyncPoint("PosixWritableFile::Close", &last_block);  // posix's point, posix's argument
     if (last_block == 0) return;
     SyscallTimer t(fs_->State()->counters.get(), kSys_ftruncate);
     if (ftruncate(fd_, static_cast<off_t>(size_)) != 0) return;  // as posix: not an error

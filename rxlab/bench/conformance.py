@@ -465,7 +465,9 @@ def _first_failure(gtest_json: Path) -> dict[str, str]:
             fails = t.get("failures") or []
             if fails:
                 msg = fails[0].get("failure", "").strip().splitlines()
-                out[f"{case['name']}.{t['name']}"] = " | ".join(msg[:3])[:400]
+                # The build tree's absolute paths say nothing: keep file:line.
+                text = re.sub(r"/\S*/([^/\s:]+:\d+)", r"\1", " | ".join(msg[:3]))
+                out[f"{case['name']}.{t['name']}"] = text[:400]
     return out
 
 
