@@ -47,9 +47,12 @@ def test_help_names_every_option_with_its_default():
     r = _cli("--help")
     assert r.returncode == 0
     text = " ".join(r.stdout.split())
-    for opt in ("--engines", "--suites", "--jobs", "--filter", "--test-timeout", "--out", "--build-only"):
+    for opt in ("--engines", "--suites", "--jobs", "--full", "--filter", "--test-timeout", "--out",
+                "--build-only"):
         assert opt in text
-    assert "default: posix,libaio,io_uring" in text and "default: env_basic_test,db_basic_test" in text
+    assert "default: posix,libaio,io_uring" in text and f"(default: the {len(cf.DEFAULT_SUITES)} that --list marks" in text
+    listed = _cli("--list").stdout.splitlines()
+    assert [ln.split()[0] for ln in listed if "(default)" in ln] == list(cf.DEFAULT_SUITES)
 
 
 def test_list_names_every_suite():

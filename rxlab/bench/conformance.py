@@ -78,6 +78,9 @@ class Suite:
     custom file system (env_basic_test: CustomEnv/ against EnvDefault/).
     shards: processes one configuration's run is split into (the long suites,
     so that --jobs keeps every core busy to the end).
+    seconds: test-process seconds per configuration measured here (2 CPUs,
+    Debug build, --jobs 2), to start the longest first.
+    heavy, heavy_why: a gtest pattern of tests left out unless --full, and why.
     """
 
     name: str
@@ -85,6 +88,9 @@ class Suite:
     engine_filter: str = "*"
     control_filter: str = "*"
     shards: int = 1
+    seconds: float = 60
+    heavy: str = ""
+    heavy_why: str = ""
 
     def key(self, test: str) -> str:
         """The name a test has on every configuration (the instantiation prefix
@@ -96,26 +102,33 @@ class Suite:
 
 SUITES = {s.name: s for s in (
     Suite("env_basic_test", "the Env/FileSystem API: files, directories, locks, sizes, reads and writes",
-          engine_filter="CustomEnv/*", control_filter="EnvDefault/*"),
+          engine_filter="CustomEnv/*", control_filter="EnvDefault/*", seconds=1),
     Suite("db_basic_test", "open, get, put, multiget, snapshots, iterators over many option configurations "
-          "(PlainTable with mmap reads among them)", shards=2),
-    Suite("db_io_failure_test", "IO errors injected under the DB: ENOSPC, failed syncs, dropped writes"),
-    Suite("db_wal_test", "the WAL: recovery, recycling (ReuseWritableFile), truncation, sync modes",
-          shards=2),
-    Suite("db_flush_test", "flushes, atomic flush, flush errors", shards=2),
-    Suite("db_iterator_test", "iterators, readahead, async_io prefetching (ReadAsync, Poll)", shards=2),
+          "(PlainTable with mmap reads among them)", shards=2, seconds=240),
+    Suite("db_io_failure_test", "IO errors injected under the DB: ENOSPC, failed syncs, dropped writes",
+          seconds=60),
+    Suite("db_wal_test", "the WAL: recovery, recycling (ReuseWritableFile), preallocation, truncation, "
+          "sync modes", shards=2, seconds=30,
+          heavy="Wal/*", heavy_why="1280 parameterized WAL-corruption recovery cases, 90% of the suite's "
+          "time (5-8 min per configuration)"),
+    Suite("db_flush_test", "flushes, atomic flush, flush errors", shards=2, seconds=31),
+    Suite("db_iterator_test", "iterators, readahead, async_io prefetching (ReadAsync, Poll)", shards=2,
+          seconds=380),
     Suite("prefetch_test", "FilePrefetchBuffer over the file system: readahead, async prefetch, Poll, "
-          "AbortIO",
-          shards=2),
-    Suite("db_log_iter_test", "reading WAL files while they are written"),
-    Suite("db_secondary_test", "a secondary instance tailing the primary's MANIFEST and WAL"),
-    Suite("db_sst_test", "SST files: deletion, SstFileManager, rate-limited deletes, external files"),
-    Suite("db_test2", "a broad DB suite: compaction, compression, readahead, direct IO", shards=3),
-    Suite("db_compaction_test", "compactions of every style, with direct IO and readahead", shards=4),
+          "AbortIO", shards=2, seconds=75),
+    Suite("db_log_iter_test", "reading WAL files while they are written", seconds=15),
+    Suite("db_secondary_test", "a secondary instance tailing the primary's MANIFEST and WAL", seconds=17),
+    Suite("db_sst_test", "SST files: deletion, SstFileManager, rate-limited deletes, external files",
+          seconds=25),
+    Suite("db_test2", "a broad DB suite: compaction, compression, readahead, direct IO", shards=3,
+          seconds=600),
+    Suite("db_compaction_test", "compactions of every style, with direct IO and readahead", shards=4,
+          seconds=900),
 )}
 # The suites `make test` runs: as many as fit CI's time (docs/conformance.md
 # has each suite's measured time per configuration).
-DEFAULT_SUITES = ("env_basic_test", "db_basic_test")
+DEFAULT_SUITES = ("env_basic_test", "db_basic_test", "db_io_failure_test", "db_wal_test", "db_flush_test",
+                  "prefetch_test", "db_log_iter_test", "db_secondary_test", "db_sst_test")
 
 # A gtest filter longer than this is split over several processes
 # (MAX_ARG_STRLEN is 128 KiB).
@@ -472,7 +485,7 @@ def _first_failure(gtest_json: Path) -> dict[str, str]:
 
 
 def run_unit(unit: Unit, binary: Path, plugin: Path | None, work: Path, *, test_timeout: float,
-             test_filter: str | None = None, max_restarts: int = 25) -> Unit:
+             test_filter: str | None = None, full: bool = False, max_restarts: int = 25) -> Unit:
     """Run one unit's tests; a crash or a hung test fails that test and the rest go on in a new process."""
     t0 = time.time()
     suite = unit.suite
@@ -492,7 +505,8 @@ def run_unit(unit: Unit, binary: Path, plugin: Path | None, work: Path, *, test_
     # The user's filter is applied here: gtest cannot AND two filters.
     names = [n for n in parse_test_list(lst.stdout)
              if not _disabled(n) and (not test_filter or gtest_match(n, test_filter)
-                                      or gtest_match(suite.key(n), test_filter))]
+                                      or gtest_match(suite.key(n), test_filter))
+             and (full or not suite.heavy or not gtest_match(n, suite.heavy))]
     names = names[unit.shard::unit.shards]
     results: dict[str, dict] = {}
     pending = list(names)
@@ -673,21 +687,23 @@ def load(run: str | Path | None = None, root: Path | None = None) -> tuple[list[
 
 
 def run_suites(suites: list[str], engines: list[str], *, jobs: int = 2, test_timeout: float = 600,
-               test_filter: str | None = None, root: Path | None = None, progress: bool = True,
-               build_jobs: int | None = None) -> tuple[list[dict], dict, Path]:
+               test_filter: str | None = None, full: bool = False, root: Path | None = None,
+               progress: bool = True, build_jobs: int | None = None) -> tuple[list[dict], dict, Path]:
     """Build what is missing, run every suite on the control and each engine, store and return the result."""
     prefix = debug_build(suites, jobs=build_jobs)
     plugin = plugin_for(prefix, jobs=build_jobs)
     rec = debug_record(prefix) or {}
     units = [Unit(SUITES[s], cfg, i, SUITES[s].shards)
              for s in suites for cfg in [CONTROL, *engines] for i in range(SUITES[s].shards)]
+    # The longest first, so that the last processes to finish are short ones.
+    units.sort(key=lambda u: -u.suite.seconds / u.shards)
     work = Path(tempfile.mkdtemp(prefix="rxlab-conformance-"))
     t0 = time.time()
     lock = threading.Lock()
 
     def one(u: Unit) -> Unit:
         run_unit(u, prefix / "bin" / u.suite.name, plugin if u.config != CONTROL else None, work,
-                 test_timeout=test_timeout, test_filter=test_filter)
+                 test_timeout=test_timeout, test_filter=test_filter, full=full)
         if progress:
             st = defaultdict(int)
             for r in u.rows:
@@ -708,7 +724,10 @@ def run_suites(suites: list[str], engines: list[str], *, jobs: int = 2, test_tim
             "rocksdb": {k: rec.get(k) for k in ("version", "key", "compiler_version", "build_type",
                                                  "build_seconds", "added", "tests")},
             "debug_build": str(prefix), "plugin": str(plugin), "engines": engines, "suites": suites,
-            "jobs": jobs, "test_filter": test_filter, "wall_seconds": round(time.time() - t0, 1),
+            "jobs": jobs, "test_filter": test_filter, "full": full,
+            "left_out": {} if full else {s: f"{SUITES[s].heavy}: {SUITES[s].heavy_why}"
+                                         for s in suites if SUITES[s].heavy},
+            "wall_seconds": round(time.time() - t0, 1),
             "unit_seconds": {k: round(v, 1) for k, v in seconds.items()},
             "errors": [f"{u.label}: {u.error}" for u in done if u.error],
             "kernel": os.uname().release, "cpus": os.cpu_count(),
@@ -741,6 +760,8 @@ def report(rows: list[dict], summary: dict, path: Path | None = None, max_lines:
     if own:
         out.append("\nRocksDB's own failures here (failed on the control, its own file system):")
         out += [f"  {r['suite']}: {r['test']}  {r['message']}" for r in own[:max_lines]]
+    for s, why in summary.get("left_out", {}).items():
+        out.append(f"left out of {s} (--full runs them): {why}")
     for e in summary.get("errors", []):
         out.append(f"error: {e}")
     if path:
@@ -760,11 +781,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="comma-separated engines, each with URI options if wanted (io_uring?fixed_buffers=1) "
                         f"(default: {','.join(ENGINES)})")
     p.add_argument("--suites", default=",".join(DEFAULT_SUITES),
-                   help=f"comma-separated test suites, or 'all' (default: {','.join(DEFAULT_SUITES)}; "
-                        f"all: {','.join(SUITES)})")
+                   help=f"comma-separated test suites, or 'all' (default: the {len(DEFAULT_SUITES)} that "
+                        "--list marks (default), which fit CI's time)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2,
                    help="test processes at once, and ninja's jobs for the build (default: the CPU count, "
                         f"{os.cpu_count() or 2})")
+    p.add_argument("--full", action="store_true",
+                   help="also the tests a suite leaves out by default for time (--list names them; "
+                        "default: off)")
     p.add_argument("--filter", dest="test_filter", default=None,
                    help="only the tests that match this gtest filter, e.g. 'DBBasicTest.*' (default: all)")
     p.add_argument("--test-timeout", type=float, default=600,
@@ -774,7 +798,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--build-only", action="store_true",
                    help="make the Debug test build and the plugin, run nothing (default: off)")
     p.add_argument("--show", nargs="?", const="latest", default=None, metavar="RUN",
-                   help="print a stored run's table (the latest if no RUN is given) instead of running")
+                   help="print a stored run's table (the latest if no RUN is given) instead of running "
+                        "(default: off)")
     p.add_argument("--list", action="store_true",
                    help="list the suites and what they exercise (default: off)")
     p.set_defaults(fn=run)
@@ -785,7 +810,8 @@ def run(args) -> int:
     """`rxlab conformance`: 0 when every engine passes what the control passes, 1 when not, 2 on bad input."""
     if args.list:
         for s in SUITES.values():
-            print(f"{s.name:20} {'(default) ' if s.name in DEFAULT_SUITES else ''}{s.what}")
+            print(f"{s.name:20} {'(default) ' if s.name in DEFAULT_SUITES else ''}{s.what}"
+                  + (f"; without --full, not {s.heavy}: {s.heavy_why}" if s.heavy else ""))
         return 0
     root = Path(args.out) if args.out else None
     if args.show:
@@ -814,7 +840,8 @@ def run(args) -> int:
             print(f"Debug test build: {prefix}\nplugin: {plugin_for(prefix, jobs=args.jobs)}")
             return 0
         rows, summary, path = run_suites(suites, engines, jobs=args.jobs, test_timeout=args.test_timeout,
-                                         test_filter=args.test_filter, root=root, build_jobs=args.jobs)
+                                         test_filter=args.test_filter, full=args.full, root=root,
+                                         build_jobs=args.jobs)
     except (builds.BuildError, ConformanceError) as e:
         print(f"rxlab conformance: {e}", file=sys.stderr)
         return 1
