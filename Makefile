@@ -1,18 +1,29 @@
 # The two commands of the README:
 #   make setup   install what is missing, build RocksDB, create .venv, run the main job (small)
-#   make test    the same set-up when missing, then the whole test suite
+#   make test    the same set-up when missing, then the whole test suite and RocksDB's own
+#                suites over every engine (rxlab conformance, on a Debug test build made once)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 SCALE  ?= small
 PYTEST_ARGS ?=
+CONFORMANCE_ARGS ?=
 
-.PHONY: setup test deps rocksdb venv ext main lab bench docs docs-serve clean
+.PHONY: setup test deps rocksdb venv ext main lab bench conformance docs docs-serve clean
 
 setup: ext main
 
+# The Debug test build first (cached: reused once made), so that
+# tests/test_conformance.py runs RocksDB's tests for real; then pytest, then
+# the conformance suites. Both run even if the first fails; either fails the target.
 test: ext
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(VENV)/bin/rxlab conformance --build-only $(CONFORMANCE_ARGS)
+	@fail=0; $(PY) -m pytest $(PYTEST_ARGS) || fail=1; \
+	  $(VENV)/bin/rxlab conformance $(CONFORMANCE_ARGS) || fail=1; \
+	  exit $$fail
+
+conformance: ext
+	$(VENV)/bin/rxlab conformance $(CONFORMANCE_ARGS)
 
 deps:
 	@bash .ci/deps.sh

@@ -299,7 +299,9 @@ PYBIND11_MODULE(_core, m) {
                return out;
              }
              return SnapshotToDict(d.backend().rxfs->Counters(), d.backend().rxfs->uri());
-           }, "Snapshot of the backend's counters (the default backend has none).")
+           }, "Snapshot of the backend's counters (the default backend has none). Memory-mapped reads and "
+              "appends (allow_mmap_reads/allow_mmap_writes) are counted apart, as mmap_reads, "
+              "mmap_read_bytes, mmap_writes, mmap_write_bytes: not engine reads, not system calls.")
       .def("reset_counters", [](PyDatabase& s) {
              if (auto& fs = s.get().backend().rxfs) fs->ResetCounters();
            })

@@ -3,9 +3,11 @@
 // on them without a rebuild:
 //   LD_PRELOAD=$(rxlab plugin-path) db_bench --fs_uri=rxlab://io_uring ...
 // Options go in the URI: --fs_uri='rxlab://io_uring?registered_files=1'.
-// Counters are written as JSON at exit to counters_path= or $RXLAB_COUNTERS.
+// Counters are written as JSON to counters_path= or $RXLAB_COUNTERS when
+// RocksDB lets the file system go, or at exit.
 #include <rocksdb/utilities/object_registry.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -17,37 +19,72 @@
 
 namespace {
 
-// The guard RocksDB keeps owns this thin holder; the file system itself stays
-// alive until exit so its counters can be written.
-class Holder : public rocksdb::FileSystemWrapper {
- public:
-  explicit Holder(std::shared_ptr<rocksdb::FileSystem> fs) : FileSystemWrapper(std::move(fs)) {}
-  const char* Name() const override { return "rxlab"; }
-};
-
 std::mutex g_mu;
-// Deliberately never freed: destroying RocksDB objects during exit races
-// with RocksDB's own static destructors.
-auto* g_owned = new std::vector<std::shared_ptr<rxlab::RxFileSystem>>();
+// Every file system the factory made, by weak reference: a process that makes
+// many (RocksDB's tests make one per test) must not keep them all, with their
+// threads' rings and AIO contexts: held for good, they took all of
+// fs.aio-max-nr (65536) after about 190 tests of one db_wal_test process,
+// and every later libaio test failed in io_setup. The vector itself is deliberately
+// never freed: destroying it during exit races with RocksDB's own static
+// destructors.
+struct Owned {
+  std::weak_ptr<rxlab::RxFileSystem> fs;
+  bool written = false;
+};
+auto* g_owned = new std::vector<Owned>();
 
+void WriteCountersOf(rxlab::RxFileSystem& fs) {
+  std::string path = fs.config().Str("counters_path");
+  const char* env = getenv("RXLAB_COUNTERS");
+  if (path.empty() && env) path = env;
+  if (path.empty()) return;
+  FILE* f = fopen(path.c_str(), "w");
+  if (!f) {
+    fprintf(stderr, "rxlab: cannot write counters to %s\n", path.c_str());
+    return;
+  }
+  std::string json = fs.Counters().ToJson(fs.uri());
+  fprintf(f, "%s\n", json.c_str());
+  fclose(f);
+}
+
+// At exit: the counters of the file systems still alive (the others wrote
+// theirs when RocksDB let them go).
 void WriteCounters() {
   std::lock_guard<std::mutex> l(g_mu);
-  const char* env = getenv("RXLAB_COUNTERS");
-  for (auto& fs : *g_owned) {
-    std::string path = fs->config().Str("counters_path");
-    if (path.empty() && env) path = env;
-    if (path.empty()) continue;
-    // Several file systems in one process: number the files after the first.
-    FILE* f = fopen(path.c_str(), "w");
-    if (!f) {
-      fprintf(stderr, "rxlab: cannot write counters to %s\n", path.c_str());
-      continue;
+  for (auto& o : *g_owned) {
+    auto fs = o.fs.lock();
+    if (fs && !o.written) {
+      o.written = true;
+      WriteCountersOf(*fs);
     }
-    std::string json = fs->Counters().ToJson(fs->uri());
-    fprintf(f, "%s\n", json.c_str());
-    fclose(f);
   }
 }
+
+// The guard RocksDB keeps owns this thin holder, and through it the file
+// system; when RocksDB lets it go, the counters are written (the file
+// system is still alive in this destructor's body).
+class Holder : public rocksdb::FileSystemWrapper {
+ public:
+  explicit Holder(std::shared_ptr<rxlab::RxFileSystem> fs) : FileSystemWrapper(fs), fs_(fs.get()) {}
+  ~Holder() override {
+    std::lock_guard<std::mutex> l(g_mu);
+    for (auto& o : *g_owned) {
+      if (!o.written && o.fs.lock().get() == fs_) {
+        o.written = true;
+        WriteCountersOf(*fs_);
+      }
+    }
+    // Drop the entries of file systems that are gone.
+    g_owned->erase(std::remove_if(g_owned->begin(), g_owned->end(),
+                                  [](const Owned& o) { return o.written || o.fs.expired(); }),
+                   g_owned->end());
+  }
+  const char* Name() const override { return "rxlab"; }
+
+ private:
+  rxlab::RxFileSystem* fs_;
+};
 
 rocksdb::FileSystem* Factory(const std::string& uri, std::unique_ptr<rocksdb::FileSystem>* guard,
                              std::string* errmsg) {
@@ -61,7 +98,7 @@ rocksdb::FileSystem* Factory(const std::string& uri, std::unique_ptr<rocksdb::Fi
   }
   {
     std::lock_guard<std::mutex> l(g_mu);
-    g_owned->push_back(fs);
+    g_owned->push_back({fs});
   }
   guard->reset(new Holder(fs));
   return guard->get();

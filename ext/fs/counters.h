@@ -35,7 +35,11 @@ namespace rxlab {
   X(fadvise64)           \
   X(lseek)               \
   X(read)                \
-  X(write)
+  X(write)               \
+  X(mmap)                \
+  X(munmap)              \
+  X(msync)               \
+  X(madvise)
 
 enum Sys : int {
 #define RXLAB_ENUM(n) kSys_##n,
@@ -48,11 +52,17 @@ extern const char* const kSysNames[kNumSys];
 // Event counters that are not syscalls (adapter level).
 // The first three are what every read updates (one cache line with the
 // block's header, see ThreadCounters).
+// mmap_*: reads and appends of memory-mapped files (RocksDB's allow_mmap_reads
+// and allow_mmap_writes). They are memory copies and page faults, not system
+// calls and not engine requests, so they are counted apart from reads/writes;
+// the mappings' own system calls are sys.mmap, sys.munmap, sys.msync and
+// sys.madvise.
 #define RXLAB_EVENTS(X)                                                      \
   X(reads) X(read_bytes) X(max_inflight) X(writes) X(write_bytes)            \
   X(multireads) X(multiread_reqs) X(read_async) X(polls) X(aborts)           \
   X(async_completed) X(retries) X(short_reads) X(faults_injected) X(delayed) \
-  X(fixed_buf_reads) X(page_aligned_files)
+  X(fixed_buf_reads) X(page_aligned_files)                                   \
+  X(mmap_reads) X(mmap_read_bytes) X(mmap_writes) X(mmap_write_bytes)
 
 enum Event : int {
 #define RXLAB_ENUM(n) kEv_##n,

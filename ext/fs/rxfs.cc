@@ -1,6 +1,7 @@
 #include "rxfs.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -12,6 +13,9 @@
 #include <cstring>
 #include <deque>
 #include <unordered_map>
+
+#include "mmap.h"
+#include "testhooks.h"
 
 namespace rxlab {
 
@@ -27,16 +31,16 @@ using rocksdb::Slice;
 
 std::atomic<bool> g_rocksdb_io_uring_enable{false};
 
-namespace {
-
-constexpr size_t kAlign = 4096;
-
 IOStatus ErrnoStatus(const std::string& what, const std::string& file, int err) {
   std::string msg = what + " " + file + ": " + strerror(err);
   if (err == ENOSPC) return IOStatus::NoSpace(msg);
   if (err == ENOENT) return IOStatus::PathNotFound(msg);
   return IOStatus::IOError(msg);
 }
+
+namespace {
+
+constexpr size_t kAlign = 4096;
 
 // One logical request, carried to completion across short transfers and
 // retried errors.
@@ -446,6 +450,8 @@ RXLAB_HOT ThreadState* RxFileSystem::State() {
   return s.get();
 }
 
+ThreadCounters* RxFileSystem::LocalCounters() { return State()->counters.get(); }
+
 // ------------------------------------------------------------ files
 
 namespace {
@@ -728,6 +734,13 @@ class RxSequentialFile final : public FSSequentialFile {
     pos_ += n;
     return IOStatus::OK();
   }
+  IOStatus InvalidateCache(size_t offset, size_t length) override {
+    if (direct_) return IOStatus::OK();
+    SyscallTimer t(fs_->State()->counters.get(), kSys_fadvise64);
+    int r = posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length),
+                          POSIX_FADV_DONTNEED);
+    return r == 0 ? IOStatus::OK() : ErrnoStatus("fadvise", name_, r);
+  }
   bool use_direct_io() const override { return direct_; }
   size_t GetRequiredBufferAlignment() const override { return align_; }
 
@@ -755,6 +768,8 @@ class RxWritableFile final : public FSWritableFile {
         direct_(direct),
         size_(size),
         powerloss_(fs->config().Bool("powerloss")),
+        allow_fallocate_(o.allow_fallocate),
+        keep_size_(o.fallocate_with_keep_size),
         align_(direct ? fs->DirectAlignment(fd) : kAlign),
         pending_base_(size) {}
   ~RxWritableFile() override {
@@ -805,6 +820,7 @@ class RxWritableFile final : public FSWritableFile {
   IOStatus Close(const IOOptions&, IODebugContext*) override {
     if (fd_ < 0) return IOStatus::OK();
     IOStatus s = MakeDurable(true);
+    if (s.ok()) TrimPreallocation();
     if (close(fd_) != 0 && s.ok()) s = ErrnoStatus("close", name_, errno);
     fd_ = -1;
     return s;
@@ -822,17 +838,32 @@ class RxWritableFile final : public FSWritableFile {
                      IODebugContext*) override {
     if (powerloss_) return MakeDurable(true);
     SyscallTimer t(fs_->State()->counters.get(), kSys_sync_file_range);
-    if (sync_file_range(fd_, static_cast<off64_t>(offset), static_cast<off64_t>(nbytes),
-                        SYNC_FILE_RANGE_WRITE) != 0)
-      return ErrnoStatus("sync_file_range", name_, errno);
+    // strict_bytes_per_sync: from offset 0 and waiting for earlier writeback
+    // first, so no more than bytes_per_sync is ever pending (as posix).
+    int rc = strict_bytes_per_sync_
+                 ? sync_file_range(fd_, 0, static_cast<off64_t>(offset + nbytes),
+                                   SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE)
+                 : sync_file_range(fd_, static_cast<off64_t>(offset), static_cast<off64_t>(nbytes),
+                                   SYNC_FILE_RANGE_WRITE);
+    if (rc != 0) return ErrnoStatus("sync_file_range", name_, errno);
     return IOStatus::OK();
   }
+  // allow_fallocate=false bypasses preallocation; fallocate_with_keep_size
+  // chooses whether it grows the file's size (then Close trims it).
   IOStatus Allocate(uint64_t offset, uint64_t len, const IOOptions&, IODebugContext*) override {
+    if (!allow_fallocate_) return IOStatus::OK();
     SyscallTimer t(fs_->State()->counters.get(), kSys_fallocate);
-    if (fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset), static_cast<off_t>(len)) != 0 &&
+    if (fallocate(fd_, keep_size_ ? FALLOC_FL_KEEP_SIZE : 0, static_cast<off_t>(offset),
+                  static_cast<off_t>(len)) != 0 &&
         errno != EOPNOTSUPP)
       return ErrnoStatus("fallocate", name_, errno);
     return IOStatus::OK();
+  }
+  // A lifetime hint for the device (F_SET_RW_HINT), as posix passes it on.
+  void SetWriteLifeTimeHint(rocksdb::Env::WriteLifeTimeHint hint) override {
+    if (hint == write_hint_) return;
+    uint64_t h = hint;
+    if (fcntl(fd_, F_SET_RW_HINT, &h) == 0) write_hint_ = hint;
   }
   IOStatus InvalidateCache(size_t offset, size_t length) override {
     if (direct_) return IOStatus::OK();
@@ -879,6 +910,26 @@ class RxWritableFile final : public FSWritableFile {
     SyscallTimer t(ts->counters.get(), kSys_fdatasync);
     if (fdatasync(buffered_fd_) != 0) return ErrnoStatus("fdatasync", name_, errno);
     return IOStatus::OK();
+  }
+
+  // Preallocated space past the end (fallocate_with_keep_size=false grows
+  // the size itself) is given back at close, as posix does: the size is set
+  // to what was written and, where ftruncate left blocks past it, they are
+  // punched out.
+  void TrimPreallocation() {
+    size_t block_size = 0, last_block = 0;
+    GetPreallocationStatus(&block_size, &last_block);
+    TestSyncPoint("PosixWritableFile::Close", &last_block);  // posix's point, posix's argument
+    if (last_block == 0) return;
+    SyscallTimer t(fs_->State()->counters.get(), kSys_ftruncate);
+    if (ftruncate(fd_, static_cast<off_t>(size_)) != 0) return;  // as posix: not an error
+    struct stat st;
+    if (allow_fallocate_ && fstat(fd_, &st) == 0 && st.st_blksize > 0 &&
+        static_cast<uint64_t>((st.st_size + st.st_blksize - 1) / st.st_blksize) !=
+            static_cast<uint64_t>(st.st_blocks / (st.st_blksize / 512)) &&
+        block_size * last_block > size_)
+      fallocate(fd_, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, static_cast<off_t>(size_),
+                static_cast<off_t>(block_size * last_block - size_));
   }
 
   void Hold(uint64_t offset, const char* data, size_t n) {
@@ -938,6 +989,8 @@ class RxWritableFile final : public FSWritableFile {
   bool direct_;
   uint64_t size_;
   bool powerloss_;
+  bool allow_fallocate_;
+  bool keep_size_;
   size_t align_;
   std::string pending_;
   uint64_t pending_base_;
@@ -1053,7 +1106,10 @@ bool RxFileSystem::FaultsApply(const std::string& fname) const {
 }
 
 namespace {
-int OpenFlags(bool direct) { return O_CLOEXEC | (direct ? O_DIRECT : 0); }
+// set_fd_cloexec: whether a child process inherits the descriptor (as posix).
+int OpenFlags(const FileOptions& o, bool direct) {
+  return (o.set_fd_cloexec ? O_CLOEXEC : 0) | (direct ? O_DIRECT : 0);
+}
 
 IOStatus OpenError(const std::string& f, bool direct, int err) {
   if (direct && err == EINVAL)
@@ -1062,12 +1118,15 @@ IOStatus OpenError(const std::string& f, bool direct, int err) {
 }
 }  // namespace
 
+// As posix: use_mmap_reads wins over use_direct_reads (a mapped file is read
+// through the page cache), for sequential files too, which are never mapped.
 template <typename File, typename Base>
 rocksdb::IOStatus RxFileSystem::OpenReadable(const std::string& f, const FileOptions& o,
                                              std::unique_ptr<Base>* r) {
-  int fd = open(f.c_str(), O_RDONLY | OpenFlags(o.use_direct_reads));
-  if (fd < 0) return OpenError(f, o.use_direct_reads, errno);
-  r->reset(new File(this, f, fd, o.use_direct_reads));
+  const bool direct = o.use_direct_reads && !o.use_mmap_reads;
+  int fd = open(f.c_str(), O_RDONLY | OpenFlags(o, direct));
+  if (fd < 0) return OpenError(f, direct, errno);
+  r->reset(new File(this, f, fd, direct));
   return IOStatus::OK();
 }
 
@@ -1077,36 +1136,62 @@ rocksdb::IOStatus RxFileSystem::NewSequentialFile(const std::string& f, const Fi
   return OpenReadable<RxSequentialFile>(f, o, r);
 }
 
+// use_mmap_reads: the file is mapped and read by page faults (mmap.cc), on
+// every engine, as RocksDB's posix file system does whenever it is set.
 rocksdb::IOStatus RxFileSystem::NewRandomAccessFile(const std::string& f, const FileOptions& o,
                                                     std::unique_ptr<FSRandomAccessFile>* r,
                                                     IODebugContext*) {
-  return OpenReadable<RxRandomAccessFile>(f, o, r);
+  if (!o.use_mmap_reads) return OpenReadable<RxRandomAccessFile>(f, o, r);
+  std::string why = MmapReadConflict(*this, f);
+  if (!why.empty()) return IOStatus::NotSupported(why);
+  int fd = open(f.c_str(), O_RDONLY | OpenFlags(o, false));
+  if (fd < 0) return OpenError(f, false, errno);
+  return NewMmapReadableFile(this, f, fd, r);
 }
 
 rocksdb::IOStatus RxFileSystem::OpenWritable(const std::string& f, const FileOptions& o,
-                                             bool truncate, std::unique_ptr<FSWritableFile>* r) {
-  bool direct = o.use_direct_writes;
-  int fd = open(f.c_str(), O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0) | OpenFlags(direct), 0644);
+                                             WriteOpen how, std::unique_ptr<FSWritableFile>* r) {
+  // As posix: use_mmap_writes wins over use_direct_writes, and a mapping
+  // needs the file open for reading too.
+  const bool mmap = o.use_mmap_writes;
+  const bool direct = o.use_direct_writes && !mmap;
+  if (mmap) {
+    std::string why = MmapWriteConflict(*this);
+    if (!why.empty()) return IOStatus::NotSupported(why);
+  }
+  int flags = (mmap ? O_RDWR : O_WRONLY) | OpenFlags(o, direct);
+  if (how == WriteOpen::kCreate) flags |= O_CREAT | O_TRUNC;
+  if (how == WriteOpen::kReopen) flags |= O_CREAT;
+  int fd = open(f.c_str(), flags, 0644);
   if (fd < 0) return OpenError(f, direct, errno);
+  // The first byte written goes after a reopened file's contents, and over a
+  // reused (recycled) file's from offset 0, as posix's write(2) on an
+  // O_APPEND and a plain descriptor put them.
   uint64_t size = 0;
-  if (!truncate) {
+  if (how == WriteOpen::kReopen) {
     struct stat st;
     if (fstat(fd, &st) == 0) size = static_cast<uint64_t>(st.st_size);
   }
-  r->reset(new RxWritableFile(this, f, fd, direct, size, o));
+  if (mmap && MmapWritesSupported(fd, o)) {
+    *r = NewMmapWritableFile(this, f, fd, size, o);
+    return IOStatus::OK();
+  }
+  FileOptions plain = o;
+  plain.use_mmap_writes = false;
+  r->reset(new RxWritableFile(this, f, fd, direct, size, plain));
   return IOStatus::OK();
 }
 
 rocksdb::IOStatus RxFileSystem::NewWritableFile(const std::string& f, const FileOptions& o,
                                                 std::unique_ptr<FSWritableFile>* r,
                                                 IODebugContext*) {
-  return OpenWritable(f, o, true, r);
+  return OpenWritable(f, o, WriteOpen::kCreate, r);
 }
 
 rocksdb::IOStatus RxFileSystem::ReopenWritableFile(const std::string& f, const FileOptions& o,
                                                    std::unique_ptr<FSWritableFile>* r,
                                                    IODebugContext*) {
-  return OpenWritable(f, o, false, r);
+  return OpenWritable(f, o, WriteOpen::kReopen, r);
 }
 
 rocksdb::IOStatus RxFileSystem::ReuseWritableFile(const std::string& f, const std::string& old,
@@ -1115,7 +1200,7 @@ rocksdb::IOStatus RxFileSystem::ReuseWritableFile(const std::string& f, const st
                                                   IODebugContext* dbg) {
   IOStatus s = target()->RenameFile(old, f, IOOptions(), dbg);
   if (!s.ok()) return s;
-  return OpenWritable(f, o, false, r);
+  return OpenWritable(f, o, WriteOpen::kReuse, r);
 }
 
 rocksdb::IOStatus RxFileSystem::Poll(std::vector<void*>& io_handles, size_t /*min_completions*/) {

@@ -95,6 +95,7 @@ class RxFileSystem : public rocksdb::FileSystemWrapper {
 
   // Internals shared with the file classes.
   ThreadState* State();
+  ThreadCounters* LocalCounters();  // this thread's counter block (mmap.cc)
   int AllocSlot(uint64_t* file_id);
   void FreeSlot(int slot, uint64_t file_id);
   bool CheckEnospc(size_t n, rocksdb::IOStatus* s);
@@ -108,8 +109,12 @@ class RxFileSystem : public rocksdb::FileSystemWrapper {
   template <typename File, typename Base>
   rocksdb::IOStatus OpenReadable(const std::string& f, const rocksdb::FileOptions& o,
                                  std::unique_ptr<Base>* r);
+  // How a writable file is opened, as RocksDB's posix file system does:
+  // kCreate truncates; kReopen appends after what the file holds; kReuse (a
+  // recycled WAL, already renamed) writes over it from offset 0.
+  enum class WriteOpen { kCreate, kReopen, kReuse };
   rocksdb::IOStatus OpenWritable(const std::string& f, const rocksdb::FileOptions& o,
-                                 bool truncate, std::unique_ptr<rocksdb::FSWritableFile>* r);
+                                 WriteOpen how, std::unique_ptr<rocksdb::FSWritableFile>* r);
 
   Config cfg_;
   HotParams hot_;
@@ -121,6 +126,10 @@ class RxFileSystem : public rocksdb::FileSystemWrapper {
   std::atomic<uint64_t> next_file_id_{1};
   std::atomic<int64_t> bytes_written_{0};
 };
+
+// An IOStatus for a failed system call: "what file: strerror(err)", NoSpace
+// and PathNotFound where the errno says so.
+rocksdb::IOStatus ErrnoStatus(const std::string& what, const std::string& file, int err);
 
 // Every live rxlab file system in the process (the plugin writes their
 // counters at exit).
