@@ -39,6 +39,46 @@ def is_number(v) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not is_bool(v)
 
 
+SCALES_OWN = "None (the scale's)"   # what None means for most of a study's sizes and counts
+
+
+def integer(name: str, value, lo: int, hi: int, *, what: str = "an integer", note: str = "") -> int:
+    """An integer lo..hi (a bool is not one): `name=value: expected <what> lo..hi<note>` otherwise."""
+    if not (is_int(value) and lo <= value <= hi):
+        fail(name, value, f"expected {what} {lo}..{hi}{note}")
+    return int(value)
+
+
+def optional_integer(name: str, value, lo: int, hi: int, *, none: str = SCALES_OWN) -> int | None:
+    """None (`none` says what it stands for: the scale's by default) or an integer lo..hi."""
+    if value is None:
+        return None
+    return integer(name, value, lo, hi, what=f"{none} or an integer")
+
+
+def optional_seconds(name: str, value, lo: float = 0, hi: float = 3600, *, none: str = SCALES_OWN):
+    """None (the scale's by default) or seconds: in (0, hi] when lo is 0, else lo..hi."""
+    if value is None:
+        return None
+    if not (is_number(value) and (value > 0 if lo == 0 else value >= lo) and value <= hi):
+        span = f"in (0, {hi:g}]" if lo == 0 else f"{lo:g}..{hi:g}"
+        fail(name, value, f"expected {none} or seconds {span}")
+    return value
+
+
+def db_size(value, name: str = "db_size"):
+    """None (the scale's) or a DB size of at least 1 MiB, as bytes or a size such as '2g' (kept as given)."""
+    if value is None:
+        return None
+    try:
+        n = -1 if is_bool(value) else parse_size(value)
+    except (ValueError, TypeError):
+        n = -1
+    if n < 1 << 20:
+        fail(name, value, f"expected {SCALES_OWN} or a size of at least 1m, e.g. '2g'")
+    return value
+
+
 def int_list(name: str, value, lo: int, hi: int, what: str = "integers") -> list[int]:
     """A non-empty list of distinct integers lo..hi (a scalar counts as a list of one)."""
     v = as_list(value)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import secrets
 import shutil
 import tempfile
@@ -41,9 +42,11 @@ from tqdm.auto import tqdm
 from rxlab.core import figures, store
 from rxlab.core import params as checks
 from rxlab.core.tables import save_table
+from rxlab.core.units import parse_size
 
-__all__ = ["SCALES", "FigureSpec", "RunContext", "Study", "StudyParams", "StudyResult", "StudySettings", "manifest",
-           "new_study_id", "settings_table"]
+__all__ = ["FULL_DISK_FRACTION", "FULL_MAX_BYTES", "FULL_MIN_BYTES", "SCALES", "FigureSpec", "RunContext",
+           "Study", "StudyParams", "StudyResult", "StudySettings", "check_space", "key_count", "manifest",
+           "match_runs", "new_study_id", "settings_table", "tidy_frame"]
 
 SCALES = ("smoke", "small", "full")
 MANIFESTS = ".studies"   # under the store's root: one JSON per study id
@@ -62,6 +65,64 @@ def settings_table(rows: Iterable[tuple[str, Any]]) -> pd.DataFrame:
 def size_text(b: float) -> str:
     """Bytes as GiB or MiB, for settings tables."""
     return f"{b / 2**30:.2f} GiB" if b >= 2**30 else f"{b / 2**20:.1f} MiB"
+
+
+GIB = 1 << 30
+FULL_DISK_FRACTION = 0.25    # of the free space, for the DB (compaction needs as much again)
+FULL_MIN_BYTES = 4 * GIB     # below this, full is no bigger than small: refuse
+FULL_MAX_BYTES = 16 * GIB    # a sequence rewrites the DB three times; 16 GiB keeps a run to hours
+
+
+def key_count(entry: int, work: Path, free: float, *, num: int | None = None, db_size=None) -> int:
+    """How many keys of `entry` bytes (key and value) a study loads: `db_size`'s worth when given, else
+    the scale's `num`, else (scale full, num None) as many as FULL_DISK_FRACTION of the `free` bytes at
+    `work` holds, FULL_MIN_BYTES..FULL_MAX_BYTES of data (refused, in one line, below that)."""
+    if db_size is not None:
+        return max(1, parse_size(db_size) // entry)
+    if num is not None:
+        return num
+    db_bytes = int(min(FULL_MAX_BYTES, free * FULL_DISK_FRACTION))
+    if db_bytes < FULL_MIN_BYTES:
+        raise ValueError(f"scale='full': needs {FULL_MIN_BYTES / FULL_DISK_FRACTION / GIB:.0f} GiB free at "
+                         f"{work} for a DB of at least {FULL_MIN_BYTES / GIB:.0f} GiB, only "
+                         f"{free / GIB:.1f} GiB free; use scale='small' or another db_dir")
+    return db_bytes // entry
+
+
+def check_space(scale: str, need: float, work: Path, free: float, smaller: str = "scale") -> None:
+    """Refuse, in one line, a scale that needs more bytes than are free in the work directory."""
+    if need > free:
+        raise ValueError(f"scale={scale!r}: needs about {need / GIB:.1f} GiB free at {work}, only "
+                         f"{free / GIB:.1f} GiB free; choose another db_dir or a smaller {smaller}")
+
+
+def match_runs(cat: pd.DataFrame, name_re: re.Pattern,
+               where: Callable[[pd.DataFrame, pd.DataFrame], Any] | None = None
+               ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A study's rows among catalog rows: those whose run_name `name_re` matches (it has a `study` group),
+    fewer with `where(cat, groups)` (a mask), and the pattern's groups of each; both empty when none."""
+    if cat.empty or "run_name" not in cat.columns:
+        return cat.iloc[:0], pd.DataFrame()
+    m = cat["run_name"].astype(str).str.extract(name_re)
+    keep = m["study"].notna()
+    if where is not None:
+        keep &= where(cat, m)
+    return cat[keep].copy(), m[keep]
+
+
+def tidy_frame(keys: pd.DataFrame, cat: pd.DataFrame, derived: pd.DataFrame, *, first: Iterable[str] = (),
+               drop: Iterable[str] = (), sort: Iterable[str] = ()) -> pd.DataFrame:
+    """A study's tidy frame: its `keys`, the catalog rows' raw columns and the `derived` ones side by side
+    (a raw column named as a key or a derived one, or in `drop`, left out: the study's win), the `first`
+    columns moved first, sorted (stably) by the `sort` columns there are, indexed 0..n-1."""
+    raw = cat.drop(columns=[c for c in (*derived.columns, *keys.columns, *drop) if c in cat.columns])
+    out = pd.concat([keys, raw, derived], axis=1)
+    head = [c for c in first if c in out.columns]
+    out = out[head + [c for c in out.columns if c not in head]]
+    order = [c for c in sort if c in out.columns]
+    if order:
+        out = out.sort_values(order, kind="stable")
+    return out.reset_index(drop=True)
 
 
 @dataclass(frozen=True)

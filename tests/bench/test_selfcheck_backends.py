@@ -156,22 +156,11 @@ def test_merge_paired_csv_over_an_empty_file(tmp_path):
 def test_driver_profile_compares_the_readers(tmp_path):
     """Both tools' readrandom under perf record on one small DB (written by rxlab, read by
     db_bench too): the readers' sampled CPU per op by leaf symbol, RocksDB's code in both."""
-    from rxlab.bench import driver
     from rxlab.bench.selfcheck import driver as driver_check
-    from rxlab.bench.selfcheck.backends import KEY_SIZE, VALUE_SIZE
 
     if not perf.perf_support().cpu_clock:
         pytest.skip("perf's cpu-clock event does not work here")
-    db, num = tmp_path / "db-aligned", 20000
-    spec = driver.RunSpec(db=str(db), num=num, key_size=KEY_SIZE, value_size=VALUE_SIZE, cache_size=64 << 10,
-                          steps=[{"name": "fillseq", "disable_wal": True}, "flush"])
-    sess = driver.Session(spec)
-    try:
-        for st in spec.steps:
-            sess.run_step(st if isinstance(st, dict) else {"name": st})
-    finally:
-        sess.close()
-    (db / "rxlab-loaded").write_text(f"num={num} block_align=True\n")
+    small_bench_db(tmp_path)
     with pytest.raises(ValueError, match="threads=0"):
         driver_check.profile(tmp_path, threads=0)
     prof = driver_check.profile(tmp_path, threads=1, duration=1, quiet=True)
@@ -200,24 +189,13 @@ def test_own_cost_classes_of_leaf_frames(leaf, cls):
 def test_own_cost_profiles_posix_and_default_through_db_bench(tmp_path, monkeypatch):
     """Both backends' readrandom under perf on one small DB: only the posix runs execute rxlab's
     code (the plugin is not even loaded for default), and the summary prices it."""
-    from rxlab.bench import driver
-
     if not perf.perf_support().cpu_clock:
         pytest.skip("perf's cpu-clock event does not work here")
     with pytest.raises(ValueError, match=r"reps=0.*reps >= 1"):
         so.own_cost(tmp_path, reps=0)
     with pytest.raises(FileNotFoundError, match="no benchmark DB"):
         so.own_cost(tmp_path, reps=1)
-    db, num = tmp_path / "db-aligned", 20000
-    spec = driver.RunSpec(db=str(db), num=num, key_size=bb.KEY_SIZE, value_size=bb.VALUE_SIZE,
-                          cache_size=64 << 10, steps=[{"name": "fillseq", "disable_wal": True}, "flush"])
-    sess = driver.Session(spec)
-    try:
-        for st in spec.steps:
-            sess.run_step(st if isinstance(st, dict) else {"name": st})
-    finally:
-        sess.close()
-    (db / "rxlab-loaded").write_text(f"num={num} block_align=True\n")
+    small_bench_db(tmp_path)
     saved = tmp_path / "own.csv"
     df = so.own_cost(tmp_path, threads=(1,), reps=1, duration=1, quiet=True, out=saved)
     assert set(df["backend"]) == {"posix", "default"} and (df["ops"] > 0).all()

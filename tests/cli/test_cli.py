@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from conftest import polled_queues_present
+from helpers_cli import describe, run_cli, rxlab_cmd
 
 from rxlab.bench import driver, fio
 from rxlab.core import metrics, store, sysinfo
@@ -30,20 +31,6 @@ from rxlab.core import metrics, store, sysinfo
 pytestmark = pytest.mark.timeout(120)
 
 SEEDS = ("qps", "iops", "reqsz", "usPer", "syPer", "cpuPer", "rx.lat", "io.lat")
-
-
-def rxlab_cmd() -> list[str]:
-    exe = Path(sys.executable).parent / "rxlab"
-    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "rxlab.cli"]
-
-
-def run_cli(*args, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([*rxlab_cmd(), *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          check=False)
-
-
-def describe(r: subprocess.CompletedProcess) -> str:
-    return f"exit {r.returncode}\n--- stdout\n{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-3000:]}"
 
 
 def tree_digest(path: Path) -> dict:

@@ -23,30 +23,16 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from helpers_cli import describe, run_cli, rxlab_cmd
 
 from rxlab.bench import driver
 from rxlab.core import store, sysinfo
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def rxlab_cmd() -> list[str]:
-    exe = Path(sys.executable).parent / "rxlab"
-    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "rxlab.cli.main"]
-
-
-def run_cli(*args, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([*rxlab_cmd(), *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          check=False)
-
-
-def describe(r: subprocess.CompletedProcess) -> str:
-    return f"exit {r.returncode}\n--- stdout\n{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-3000:]}"
 
 
 def one_line(r: subprocess.CompletedProcess, prefix: str, *want: str, code: int = 2) -> str:

@@ -10,9 +10,9 @@ import importlib
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers_cli import run_cli
 
 import rxlab
 from rxlab.bench import flags
@@ -22,16 +22,6 @@ from rxlab.core import engines
 cli = importlib.import_module("rxlab.cli.main")  # the module: the package's attribute `main` is the function
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def rxlab_cmd() -> list[str]:
-    exe = Path(sys.executable).parent / "rxlab"
-    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "rxlab.cli.main"]
-
-
-def run_cli(*args, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([*rxlab_cmd(), *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          check=False)
 
 
 @pytest.fixture(scope="module")

@@ -34,8 +34,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from helpers_explore import tiny_run
 
-from rxlab.bench import driver
 from rxlab.core import store
 from rxlab.runs import explore
 from rxlab.runs.explore import data as explore_data
@@ -88,20 +88,8 @@ def templates(work: Path) -> list[store.Run]:
     root = work / "templates"
     out = []
     for b in ("default", "posix", "libaio", "io_uring"):
-        spec = driver.RunSpec(
-            db=str(work / f"db-{b}"),
-            name=f"template-{b}",
-            backend=b,
-            num=5000,
-            steps=["fillseq", "flush", "readrandom"],
-            reads=2000,
-            cache_size=1 << 20,
-            write_buffer_size=4 << 20,
-            target_file_size_base=4 << 20,
-            scale="smoke",
-        )
-        out.append(store.load_run(driver.run(spec, root=root, progress=False)))
-        shutil.rmtree(work / f"db-{b}", ignore_errors=True)
+        out.append(store.load_run(tiny_run(work, root, f"template-{b}", b, reads=2000)))
+        shutil.rmtree(work / f"db-template-{b}", ignore_errors=True)
     return out
 
 

@@ -14,8 +14,8 @@ import shutil
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
+from helpers_explore import tiny_run
 
-from rxlab.bench import driver
 from rxlab.core import store
 from rxlab.runs import explore
 from rxlab.runs.explore import data as explore_data
@@ -24,29 +24,12 @@ from rxlab.studies import quickstart
 pytestmark = pytest.mark.timeout(600)
 
 
-def _run(tmp, root, name, backend, threads):
-    spec = driver.RunSpec(
-        db=str(tmp / f"db-{name}"),
-        name=name,
-        backend=backend,
-        num=5000,
-        threads=threads,
-        steps=["fillseq", "flush", "readrandom"],
-        reads=1000,
-        cache_size=1 << 20,
-        write_buffer_size=4 << 20,
-        target_file_size_base=4 << 20,
-        scale="smoke",
-    )
-    return driver.run(spec, root=root, progress=False)
-
-
 @pytest.fixture(scope="module")
 def store_dir(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("explore")
     root = tmp / "runs"
-    _run(tmp, root, "adhoc-posix", "posix", 1)
-    _run(tmp, root, "adhoc-uring", "io_uring?registered_files=1", 2)
+    tiny_run(tmp, root, "adhoc-posix", "posix")
+    tiny_run(tmp, root, "adhoc-uring", "io_uring?registered_files=1", threads=2)
     quickstart.STUDY.run(quickstart.STUDY.params(scale="smoke", backend="libaio"), root, progress=False)
     return root
 
@@ -105,7 +88,7 @@ def test_the_catalog_is_read_once_and_a_refresh_reads_only_new_runs(store_dir, t
     assert read == [] and f2[["run_id", "step", "qps"]].equals(f1[["run_id", "step", "qps"]])
     monkeypatch.undo()
     monkeypatch.setenv("RXLAB_EXPLORE_CACHE", str(tmp_path / "cache"))
-    new = _run(tmp_path, store_dir, "adhoc-late", "posix", 4)
+    new = tiny_run(tmp_path, store_dir, "adhoc-late", "posix", threads=4)
     assert explore.runs_frame(store_dir) is f2  # no refresh: the cached frame
     calls = []
     real = store.catalog

@@ -4,12 +4,13 @@
 names its runs, with raw step counters chosen so that every seed column has
 a known value (fio: 10,000 reads/s per job; RocksDB: io.eff 0.8, 0.7, 0.9
 for readrandom, 2, 3 in the middle repetition). It then goes through the
-same path as a real study: catalog -> frame -> load -> tables.
+same path as a real study: catalog -> frame -> load -> tables; `stored_study`
+writes one and loads it back.
 """
 from __future__ import annotations
 
 from rxlab.core import store
-from rxlab.studies.io_efficiency import with_delay
+from rxlab.studies.io_efficiency import STUDY, with_delay
 
 STUDY_ID = "20250101T000000abcd"
 FP = {"hostname": "testhost", "kernel": "6.x", "cores": 2, "device": {"disk": "vda"}}
@@ -78,3 +79,11 @@ def write_study(root, *, threads=(1, 2), block_align=(True, False), reps=3, dela
                             w.add_step({**row, "threads": t, "backend": uri, "fs.reads": reads})
                     paths.append(w.path)
     return paths
+
+
+def stored_study(root, **kw):
+    """write_study(root, **kw), loaded back as IoEfficiencyStudy.load finds it."""
+    write_study(root, **kw)
+    res = STUDY.load(root)
+    assert res is not None
+    return res

@@ -7,15 +7,13 @@ counters and structure (which reads were in flight together, which ReadAsync rea
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_studies import refusal, registered_outputs, saved_figures
 
-from rxlab import studies
 from rxlab.core import store
 from rxlab.core.study import manifest
 from rxlab.studies.async_io import STUDY, params
@@ -54,9 +52,7 @@ def _repo_data(monkeypatch):
     ],
 )
 def test_a_bad_parameter_fails_in_one_line(kw, message):
-    with pytest.raises(ValueError) as e:
-        STUDY.params(**{"scale": "smoke", **kw})
-    assert message in str(e.value) and "\n" not in str(e.value)
+    assert message in refusal(STUDY, **kw)
 
 
 def test_settings_and_configurations_follow_the_page():
@@ -228,17 +224,9 @@ def test_load_finds_it_again(study):
 
 def test_each_figure_is_drawn_from_its_table_alone(study, tmp_path):
     assert list(STUDY.figures) == ["asyncio_multiget", "asyncio_scan", "asyncio_latency"]
-    for name, spec in STUDY.figures.items():
-        plt.close(STUDY.figure(name, study, directory=tmp_path))
-        side = json.loads((tmp_path / f"{name}.json").read_text())
-        assert side["runs"] == study.run_ids and side["study"] == "async_io" and side["scale"] == "smoke"
-        assert any(params.SEED_FILE in s for s in side["published_sources"])
-        assert all((tmp_path / f"{name}.{e}").stat().st_size > 0 for e in ("pdf", "svg", "png"))
-        table = pd.read_csv(tmp_path / f"{name}.csv")
-        assert len(table) == side["table"]["rows"] > 0 and "published" in set(table["kind"])
-        fig = spec.draw(table, **side["draw_args"])
-        assert fig.axes and any(ax.lines or ax.patches for ax in fig.axes)
-        plt.close(fig)
+    for s in saved_figures(STUDY, study, tmp_path):
+        assert "published" in set(s.table["kind"])
+        assert s.again.axes and any(ax.lines or ax.patches for ax in s.again.axes)
     mg = pd.read_csv(tmp_path / "asyncio_multiget.csv")
     assert set(mg["kind"]) == {"median", "rep", "published"}
     assert set(mg.loc[mg["kind"] == "median", "api"]) == {"MultiGet", "Get loop"}
@@ -250,13 +238,9 @@ def test_each_figure_is_drawn_from_its_table_alone(study, tmp_path):
 
 
 def test_the_study_is_registered_and_its_outputs_are_written(study, tmp_path):
-    assert studies.get("async_io") is STUDY and studies.get("40") is STUDY
-    assert studies.figure_owner("asyncio_scan") is STUDY
-    done = STUDY.save_outputs(study, tmp_path)
-    assert done["figures"] == list(STUDY.figures) and not done["failed"]
-    names = {p.name for p in (tmp_path / "tables").iterdir()}
-    assert {f"async_io_{t}.{x}" for t in STUDY.tables for x in ("tex", "md", "csv")} <= names
-    assert "2.05x" in (tmp_path / "findings.md").read_text()
+    out = registered_outputs(STUDY, study, tmp_path)
+    assert {f"async_io_{t}.{x}" for t in STUDY.tables for x in ("tex", "md", "csv")} <= out.tables
+    assert "2.05x" in out.findings
 
 
 def test_a_frame_without_asyncio_runs_is_empty(tmp_path):

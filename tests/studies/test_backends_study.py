@@ -7,12 +7,12 @@ report's numbers beside, the five figures) is checked on it.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_studies import refusal, registered_outputs, saved_figures
 
 from rxlab import studies
 from rxlab.bench import driver
@@ -50,9 +50,7 @@ def _repo_data(monkeypatch):
     ({"nosuch": 1}, "unknown parameter 'nosuch': allowed are scale, backends, threads"),
 ])
 def test_a_bad_parameter_is_one_line_naming_it(kw, message):
-    with pytest.raises(ValueError) as e:
-        STUDY.params(**{"scale": "smoke", **kw})
-    assert message in str(e.value) and "\n" not in str(e.value)
+    assert message in refusal(STUDY, **kw)
 
 
 def test_cases_come_from_the_report_and_can_be_added():
@@ -192,16 +190,10 @@ def test_the_five_figures_are_drawn_from_their_tables_and_saved_with_portable_id
     _, res = study
     assert list(STUDY.figures) == ["lab_throughput", "lab_latency", "lab_zippydb", "lab_emulated_throughput",
                                    "lab_emulated_latency"]
-    for name in STUDY.figures:
-        STUDY.figure(name, res, directory=tmp_path)
-        side = json.loads((tmp_path / f"{name}.json").read_text())
-        assert side["runs"] == res.run_ids and len(side["runs"]) == 8
-        assert side["study"] == "backends" and side["study_id"] == res.study and side["scale"] == "smoke"
-        assert f"{params.SEED_FILE}: lab_throughput" in side["published_sources"]
-        assert side["rocksdb_builds"] and "/" not in json.dumps(side["runs"])
-        table = pd.read_csv(tmp_path / f"{name}.csv")
-        assert len(table) == side["table"]["rows"] > 0
-        assert all((tmp_path / f"{name}.{x}").stat().st_size > 0 for x in ("pdf", "svg", "png"))
+    for s in saved_figures(STUDY, res, tmp_path):
+        assert len(s.side["runs"]) == 8 and s.side["rocksdb_builds"]
+        assert f"{params.SEED_FILE}: lab_throughput" in s.side["published_sources"]
+        assert s.again.axes, s.name
     # the bars' table: a median, a dot per repetition and the report's number where it gives one
     t = pd.read_csv(tmp_path / "lab_throughput.csv")
     fs = t[(t["test"] == "fillseq") & (t["backend"] == "posix")].set_index("kind")
@@ -217,17 +209,13 @@ def test_the_five_figures_are_drawn_from_their_tables_and_saved_with_portable_id
 
 def test_the_study_is_in_the_registry_and_its_outputs_are_written(study, tmp_path):
     _, res = study
-    assert studies.get("backends") is STUDY and studies.get("30") is STUDY
-    assert studies.figure_owner("lab_zippydb") is STUDY
     with pytest.raises(ValueError, match="study 'nosuch': known are .*backends"):
         studies.get("nosuch")
-    done = STUDY.save_outputs(res, tmp_path)
-    assert done["figures"] == list(STUDY.figures) and not done["failed"]
-    names = {p.name for p in (tmp_path / "tables").iterdir()}
-    assert {"backends_throughput.tex", "backends_throughput.md", "backends_throughput.csv"} <= names
+    out = registered_outputs(STUDY, res, tmp_path)
+    assert {"backends_throughput.tex", "backends_throughput.md", "backends_throughput.csv"} <= out.tables
     tex = (tmp_path / "tables" / "backends_throughput.tex").read_text()
     assert "\\toprule" in tex and "published MB/s" in tex
-    assert "Figure 3" in (tmp_path / "findings.md").read_text()
+    assert "Figure 3" in out.findings
 
 
 def test_study_frame_ignores_other_runs(tmp_path):

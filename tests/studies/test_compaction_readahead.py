@@ -8,7 +8,6 @@ memory cgroup (root and a memory controller) skip where there is none.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -18,10 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib import pyplot as plt
+from helpers_studies import refusal, registered_outputs, saved_figures
 from matplotlib.figure import Figure
 
-from rxlab import studies
 from rxlab.core import metrics, store, sysinfo
 from rxlab.core.cgroup import MemoryCgroup, cgroup_support
 from rxlab.core.study import manifest
@@ -80,10 +78,8 @@ def test_plan_rotates_settings_per_repetition():
     ({"drop_caches": "all"}, "drop_caches"),
 ])
 def test_bad_parameters_fail_in_one_line_naming_the_value(kw, name):
-    with pytest.raises(ValueError) as e:
-        STUDY.params(**{"scale": "smoke", **kw})
-    msg = str(e.value)
-    assert "\n" not in msg and msg.startswith(f"{name}="), msg
+    msg = refusal(STUDY, **kw)
+    assert msg.startswith(f"{name}="), msg
 
 
 def test_unknown_parameter_and_a_db_dir_without_a_device(tmp_path):
@@ -234,19 +230,9 @@ def test_the_figures_are_drawn_from_their_tables_alone(tiny_study, tmp_path):
     _, res, _, _ = tiny_study
     assert list(STUDY.figures) == ["readahead_throughput", "readahead_read_mbps", "readahead_reqsz",
                                    "readahead_hit_ratio"]
-    for name, spec in STUDY.figures.items():
-        fig = STUDY.figure(name, res, directory=tmp_path)
-        assert fig.axes[0].get_xlabel() == "compaction_readahead_size"
-        plt.close(fig)
-        side = json.loads((tmp_path / f"{name}.json").read_text())
-        assert side["study"] == "compaction_readahead" and side["study_id"] == res.study
-        assert side["runs"] == res.run_ids and len(side["runs"]) == 2 and side["scale"] == "smoke"
-        assert all((tmp_path / f"{name}.{x}").stat().st_size > 0 for x in ("pdf", "svg", "png"))
-        table = pd.read_csv(tmp_path / f"{name}.csv")
-        assert len(table) == side["table"]["rows"] > 0
-        again = spec.draw(table, **side["draw_args"])
-        assert isinstance(again, Figure) and again.axes[0].get_xlabel() == "compaction_readahead_size"
-        plt.close(again)
+    for s in saved_figures(STUDY, res, tmp_path):
+        assert s.fig.axes[0].get_xlabel() == "compaction_readahead_size" and len(s.side["runs"]) == 2
+        assert isinstance(s.again, Figure) and s.again.axes[0].get_xlabel() == "compaction_readahead_size"
     t = pd.read_csv(tmp_path / "readahead_throughput.csv")
     med = t[t["kind"] == "median"].set_index("setting")
     assert med.loc["1 MiB", "seed"] == "seed: best" and len(t[t["kind"] == "rep"]) == 2
@@ -259,14 +245,10 @@ def test_the_figures_are_drawn_from_their_tables_alone(tiny_study, tmp_path):
 
 def test_the_study_is_in_the_registry_and_its_outputs_are_written(tiny_study, tmp_path):
     _, res, _, _ = tiny_study
-    assert studies.get("compaction_readahead") is STUDY and studies.get("60") is STUDY
-    assert studies.figure_owner("readahead_reqsz") is STUDY
-    done = STUDY.save_outputs(res, tmp_path)
-    assert done["figures"] == list(STUDY.figures) and not done["failed"]
-    names = {p.name for p in (tmp_path / "tables").iterdir()}
+    out = registered_outputs(STUDY, res, tmp_path)
     assert {"compaction_readahead_summary.csv", "compaction_readahead_findings.md",
-            "compaction_readahead_device.tex"} <= names
-    assert "hit ratio" in (tmp_path / "findings.md").read_text()
+            "compaction_readahead_device.tex"} <= out.tables
+    assert "hit ratio" in out.findings
 
 
 @needs_cgroup

@@ -9,19 +9,18 @@ protocol end to end: Study.run, the manifest, the scratch directory, load.
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 from collections import namedtuple
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers_ioeff import CPU_INC, EFF, FIO_CPU_US, FP, STUDY_ID, raw, write_study
+from helpers_ioeff import CPU_INC, EFF, FIO_CPU_US, FP, STUDY_ID, raw, stored_study, write_study
+from helpers_studies import refusal, registered_outputs, saved_figures
 
-from rxlab import studies
 from rxlab.bench import driver
-from rxlab.core import figures, published, store
-from rxlab.core.study import manifest
+from rxlab.core import published, store
+from rxlab.core.study import FULL_DISK_FRACTION, FULL_MAX_BYTES, manifest
 from rxlab.studies.io_efficiency import STUDY, findings, matching, params, same_as, sequence, tables
 from rxlab.studies.io_efficiency import figures as ioeff_figures
 
@@ -35,10 +34,7 @@ def _repo_data(monkeypatch):
 
 @pytest.fixture
 def study(tmp_path):
-    write_study(tmp_path / "runs")
-    res = STUDY.load(tmp_path / "runs")
-    assert res is not None
-    return res
+    return stored_study(tmp_path / "runs")
 
 
 # --------------------------------------------------------------------------- parameters
@@ -86,11 +82,7 @@ def test_params_defaults_and_normalisation():
     ({"nosuch": 1}, "unknown parameter 'nosuch': allowed are scale, backend, threads"),
 ])
 def test_bad_parameters_fail_on_one_line_naming_them(kw, message):
-    kw = {"scale": "smoke", **kw}
-    with pytest.raises(ValueError) as e:
-        STUDY.params(**kw)
-    assert message in str(e.value)
-    assert "\n" not in str(e.value)
+    assert message in refusal(STUDY, **kw)
 
 
 def test_full_scale_is_sized_from_the_free_disk(monkeypatch, tmp_path):
@@ -101,11 +93,11 @@ def test_full_scale_is_sized_from_the_free_disk(monkeypatch, tmp_path):
 
     free(30)
     s = STUDY.params(scale="full", db_dir=str(tmp_path)).settings()
-    assert s.db_bytes == pytest.approx(30 * 2**30 * params.FULL_DISK_FRACTION, rel=1e-3)
+    assert s.db_bytes == pytest.approx(30 * 2**30 * FULL_DISK_FRACTION, rel=1e-3)
     assert s.db_bytes >= 50 * s.cache_size and s.fio_size == s.db_bytes
     free(1000)
     s = STUDY.params(scale="full", db_dir=str(tmp_path)).settings()
-    assert s.db_bytes == pytest.approx(params.FULL_MAX_BYTES, rel=1e-3)
+    assert s.db_bytes == pytest.approx(FULL_MAX_BYTES, rel=1e-3)
     free(10)
     with pytest.raises(ValueError, match=r"^scale='full': needs 16 GiB free"):
         STUDY.params(scale="full", db_dir=str(tmp_path))
@@ -227,8 +219,7 @@ def test_other_studies_columns_in_the_store_do_not_clash(tmp_path):
 
 
 def test_the_placed_and_unaligned_fio_runs_are_no_baseline(tmp_path):
-    write_study(tmp_path / "runs", away=True, unaligned=True)
-    res = STUDY.load(tmp_path / "runs")
+    res = stored_study(tmp_path / "runs", away=True, unaligned=True)
     f = res.frame
     away = f[f["tool"] == params.FIO_AWAY_TOOL]
     assert len(away) == 3 and (away["threads"] == 1).all() and away["awayShare"].tolist() == [1.0] * 3
@@ -313,8 +304,7 @@ def test_seed_tables_values_are_medians_beside_the_published(study):
 
 
 def test_one_block_align_setting_has_no_block_align_tables(tmp_path):
-    write_study(tmp_path, threads=(1,), block_align=(False,), reps=1)
-    res = STUDY.load(tmp_path)
+    res = stored_study(tmp_path, threads=(1,), block_align=(False,), reps=1)
     t = tables.seed_tables(res)
     assert list(t) == ["fio", "db_bench 1 user", "io.eff 1 user"]
     assert t["db_bench 1 user"].query("source == 'local'")["reqsz"].to_numpy() == pytest.approx([8.8] * 3)
@@ -340,8 +330,7 @@ def test_findings_and_the_background_check(study, tmp_path):
     assert text.startswith("- The device was quiet")
     assert "io.eff at 1 user: 0.700 to 0.900 here against 0.842 to 0.849 in the seed" in text
     assert STUDY.findings(study) == text
-    write_study(tmp_path / "busy", threads=(1,), block_align=(True,), reps=1, excess=0.5)
-    busy = STUDY.load(tmp_path / "busy")
+    busy = stored_study(tmp_path / "busy", threads=(1,), block_align=(True,), reps=1, excess=0.5)
     bg = tables.background_io(busy)
     assert bg.loc[bg["tool"] == "rxlab-fio", "excess_pct"].iloc[0] == pytest.approx(50.0)
     text = findings.table_findings(tables.seed_tables(busy), bg)
@@ -352,21 +341,13 @@ def test_findings_and_the_background_check(study, tmp_path):
 
 def test_the_four_figures_are_drawn_from_their_tables_alone(study, tmp_path):
     assert list(STUDY.figures) == ["ioeff_qps", "ioeff_ioeff", "ioeff_block_align", "ioeff_reqsz"]
-    for name, spec in STUDY.figures.items():
-        fig = STUDY.figure(name, study, directory=tmp_path)
-        assert fig.axes[0].patches, name                      # bars drawn
-        figures.plt.close(fig)
-        side = json.loads((tmp_path / f"{name}.json").read_text())
-        assert side["study"] == "io_efficiency" and side["study_id"] == STUDY_ID
-        assert len(side["runs"]) == 18 and "/" not in json.dumps(side["runs"])
-        assert f"{params.SEED_FILE}: ioeff_efficiency" in side["published_sources"]
-        assert all((tmp_path / f"{name}.{x}").stat().st_size > 0 for x in ("pdf", "svg", "png", "csv"))
-        # the saved table alone redraws the figure
-        again = spec.draw(pd.read_csv(tmp_path / f"{name}.csv"), **side["draw_args"])
-        assert len(again.axes[0].patches) == len(fig.axes[0].patches) > 0, name
-        assert [t.get_text() for t in again.axes[0].get_legend().get_texts()] == \
-               [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-        figures.plt.close(again)
+    for s in saved_figures(STUDY, study, tmp_path):
+        assert s.side["study_id"] == STUDY_ID and len(s.side["runs"]) == 18
+        assert f"{params.SEED_FILE}: ioeff_efficiency" in s.side["published_sources"]
+        # the saved table alone redraws the figure: the same bars, the same legend
+        assert len(s.again.axes[0].patches) == len(s.fig.axes[0].patches) > 0, s.name
+        assert [t.get_text() for t in s.again.axes[0].get_legend().get_texts()] == \
+               [t.get_text() for t in s.fig.axes[0].get_legend().get_texts()]
     # qps: 2 local + 2 published series x 3 tests, one median per bar and a dot per repetition
     t = pd.read_csv(tmp_path / "ioeff_qps.csv")
     assert t["series"].unique().tolist() == ["posix, 1 user", "posix, 2 users", "seed, 1 user",
@@ -382,13 +363,9 @@ def test_the_four_figures_are_drawn_from_their_tables_alone(study, tmp_path):
 
 
 def test_the_study_is_in_the_registry_and_its_outputs_are_written(study, tmp_path):
-    assert studies.get("io_efficiency") is STUDY and studies.get("10") is STUDY
-    assert studies.figure_owner("ioeff_reqsz") is STUDY
-    done = STUDY.save_outputs(study, tmp_path)
-    assert done["figures"] == list(STUDY.figures) and not done["failed"]
-    names = {p.name for p in (tmp_path / "tables").iterdir()}
-    assert {"io_efficiency_fio.tex", "io_efficiency_db_bench.md", "io_efficiency_io_eff.csv"} <= names
-    assert "io.eff at 2 users" in (tmp_path / "findings.md").read_text()
+    out = registered_outputs(STUDY, study, tmp_path)
+    assert {"io_efficiency_fio.tex", "io_efficiency_db_bench.md", "io_efficiency_io_eff.csv"} <= out.tables
+    assert "io.eff at 2 users" in out.findings
 
 
 # --------------------------------------------------------------------------- a real tiny study

@@ -7,15 +7,13 @@ findings, figures (each redrawn from its saved table alone) and `load` are check
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_studies import refusal, registered_outputs, saved_figures
 
-from rxlab import studies
 from rxlab.core import store
 from rxlab.core.study import manifest
 from rxlab.studies.io_efficiency_tuning import CONFIGS, LADDER, STUDY, tables
@@ -41,9 +39,7 @@ def _repo_data(monkeypatch):
     ({"nosuch": 1}, "unknown parameter 'nosuch': allowed are scale, configs"),
 ])
 def test_a_bad_parameter_fails_in_one_line(kw, message):
-    with pytest.raises(ValueError) as e:
-        STUDY.params(**{"scale": "smoke", **kw})
-    assert message in str(e.value) and "\n" not in str(e.value)
+    assert message in refusal(STUDY, **kw)
 
 
 def test_each_rung_is_the_one_before_plus_one_change():
@@ -166,18 +162,9 @@ def test_findings_name_the_baseline_the_best_and_the_side_configurations(result)
 
 def test_each_figure_is_drawn_from_its_table_alone(result, tmp_path):
     assert list(STUDY.figures) == ["ioeff_tuning", "ioeff_tuning_latency"]
-    for name, spec in STUDY.figures.items():
-        plt.close(STUDY.figure(name, result, directory=tmp_path))
-        side = json.loads((tmp_path / f"{name}.json").read_text())
-        assert side["study"] == "io_efficiency_tuning" and side["study_id"] == result.study
-        assert side["runs"] == result.run_ids and "/" not in json.dumps(side["runs"])
-        assert side["scale"] == "smoke" and f"{SEED_FILE}: ioeff_efficiency" in side["published_sources"]
-        assert all((tmp_path / f"{name}.{x}").stat().st_size > 0 for x in ("pdf", "svg", "png"))
-        table = pd.read_csv(tmp_path / f"{name}.csv")
-        assert len(table) == side["table"]["rows"] > 0
-        fig = spec.draw(table, **side["draw_args"])
-        assert fig.axes and fig.axes[0].patches   # bars drawn from the CSV alone
-        plt.close(fig)
+    for s in saved_figures(STUDY, result, tmp_path):
+        assert f"{SEED_FILE}: ioeff_efficiency" in s.side["published_sources"]
+        assert s.again.axes and s.again.axes[0].patches   # bars drawn from the CSV alone
     t = pd.read_csv(tmp_path / "ioeff_tuning.csv")
     assert set(t["kind"]) == {"median", "rep", "target", "published"}
     assert t.loc[t["kind"] == "published", "io.eff"].tolist() == [0.842]   # the seed's readrandom2, 1 user
@@ -190,8 +177,6 @@ def test_each_figure_is_drawn_from_its_table_alone(result, tmp_path):
 
 
 def test_the_study_is_registered_stored_and_found_again(result, tmp_path):
-    assert studies.get("io_efficiency_tuning") is STUDY and studies.get("15") is STUDY
-    assert studies.figure_owner("ioeff_tuning_latency") is STUDY
     m = manifest(result.root, result.study)
     assert m["status"] == "complete" and m["scale"] == "smoke" and len(m["runs"]) == len(result.runs)
     again = STUDY.load(result.root)
@@ -202,10 +187,8 @@ def test_the_study_is_registered_stored_and_found_again(result, tmp_path):
     assert STUDY.load(result.root, where=lambda f: (f["config"] == "nosuch").any()) is None
     # the DB and fio's file are gone, the results stay
     assert not list((Path(result.root).parent / "work").iterdir())
-    done = STUDY.save_outputs(result, tmp_path)
-    assert done["figures"] == list(STUDY.figures) and not done["failed"]
-    names = {p.name for p in (tmp_path / "tables").iterdir()}
-    assert {f"io_efficiency_tuning_{t}.{x}" for t in STUDY.tables for x in ("tex", "md", "csv")} <= names
+    out = registered_outputs(STUDY, result, tmp_path)
+    assert {f"io_efficiency_tuning_{t}.{x}" for t in STUDY.tables for x in ("tex", "md", "csv")} <= out.tables
 
 
 def test_a_frame_without_tuning_runs_is_empty(tmp_path):

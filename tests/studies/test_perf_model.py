@@ -12,7 +12,6 @@ IO-efficiency studies from the store.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 from pathlib import Path
@@ -20,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers_ioeff import write_study
+from helpers_ioeff import stored_study
+from helpers_studies import refusal, saved_figures
 
 from rxlab import studies
 from rxlab.core import figures, model, store
@@ -42,10 +42,7 @@ def _repo_data(monkeypatch):
 
 @pytest.fixture
 def study(tmp_path):
-    write_study(tmp_path / "runs")
-    res = IOEFF.load(tmp_path / "runs")
-    assert res is not None
-    return res
+    return stored_study(tmp_path / "runs")
 
 
 # --------------------------------------------------------------------------- parameters
@@ -75,9 +72,7 @@ def test_params_are_notebook_10s_and_the_delays():
     ({"value_size": 100}, "unknown parameter 'value_size': allowed are scale, backend, threads"),
 ])
 def test_bad_parameters_fail_on_one_line_naming_them(kw, message):
-    with pytest.raises(ValueError) as e:
-        STUDY.params(**{"scale": "smoke", **kw})
-    assert message in str(e.value) and "\n" not in str(e.value)
+    assert message in refusal(STUDY, **kw)
 
 
 # --------------------------------------------------------------------------- the model against the runs
@@ -94,8 +89,7 @@ def test_model_rows(study):
 
 
 def test_the_placed_and_unaligned_fio_runs_inform_the_fit_but_are_no_baseline(tmp_path):
-    write_study(tmp_path / "runs", away=True, unaligned=True)
-    res = IOEFF.load(tmp_path / "runs")
+    res = stored_study(tmp_path / "runs", away=True, unaligned=True)
     # the unaligned runs enter the model's rows only when asked
     assert ioeff_params.FIO_UNALIGNED_TOOL not in set(analysis.model_rows(res)["tool"])
     rows = analysis.model_rows(res, unaligned=True)
@@ -249,17 +243,14 @@ def test_repeatability_and_agreement_measure_the_noise_a_model_cannot_beat(study
 def test_unaligned_cost_sets_fio_beside_rocksdb(tmp_path):
     """fio's unaligned run (8.5 KiB, lat 110 us against the baseline's 90) and RocksDB's
     block_align off (8.8 KiB reads; the synthetic rows carry one latency for both settings)."""
-    write_study(tmp_path / "runs", unaligned=True)
-    res = IOEFF.load(tmp_path / "runs")
+    res = stored_study(tmp_path / "runs", unaligned=True)
     c = analysis.unaligned_cost(res).set_index(["threads", "tool"])
     assert list(c.index) == [(1, "fio"), (1, "rocksdb"), (2, "fio"), (2, "rocksdb")]
     assert c.loc[(1, "fio"), "reqsz_excess_kib"] == pytest.approx(0.5)
     assert c.loc[(1, "fio"), "lat_us"] == pytest.approx(20.0)
     assert c.loc[(1, "rocksdb"), "reqsz_excess_kib"] == pytest.approx(0.8)
     assert c.loc[(1, "fio"), "io_lat_us"] == pytest.approx(0.0, abs=1e-9)  # same io.lat in the rows
-    plain = tmp_path / "plain"
-    write_study(plain)
-    assert set(analysis.unaligned_cost(IOEFF.load(plain))["tool"]) == {"rocksdb"}
+    assert set(analysis.unaligned_cost(stored_study(tmp_path / "plain"))["tool"]) == {"rocksdb"}
 
 
 def test_steal_effect_measures_how_the_runs_moved_with_the_hosts_steal(study):
@@ -383,18 +374,9 @@ def test_every_figure_is_drawn_from_its_table_alone(real, tmp_path):
     _, first, _ = real
     assert list(STUDY.figures) == ["model_predicted_vs_measured", "model_error", "model_client_placement",
                                    "model_device_load", "model_sensitivity_device", "model_sensitivity_cpu"]
-    for name, spec in STUDY.figures.items():
-        fig = STUDY.figure(name, first, directory=tmp_path)
-        side = json.loads((tmp_path / f"{name}.json").read_text())
-        assert side["study"] == "perf_model" and side["study_id"] == first.study and side["scale"] == "smoke"
-        assert set(side["runs"]) == set(first.run_ids) and "/" not in json.dumps(side["runs"])
-        assert all((tmp_path / f"{name}.{x}").stat().st_size > 0 for x in ("pdf", "svg", "png", "csv"))
-        table = pd.read_csv(tmp_path / f"{name}.csv")
-        assert len(table) == side["table"]["rows"] > 0
-        again = spec.draw(table, **side["draw_args"])
-        drawn = [len(ax.lines) + len(ax.patches) for ax in fig.axes]
-        assert drawn == [len(ax.lines) + len(ax.patches) for ax in again.axes] and sum(drawn) > 0, name
-        figures.plt.close(again)
+    for s in saved_figures(STUDY, first, tmp_path):
+        drawn = [len(ax.lines) + len(ax.patches) for ax in s.fig.axes]
+        assert drawn == [len(ax.lines) + len(ax.patches) for ax in s.again.axes] and sum(drawn) > 0, s.name
     err = pd.read_csv(tmp_path / "model_error.csv")
     assert set(err["model"]) <= set(pm_figures.ERROR_COLORS) and "local\nfitted" in set(err["category"])
     sens = pd.read_csv(tmp_path / "model_sensitivity_device.csv")

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_studies import refusal, registered_outputs, saved_figures
 
-from rxlab import studies
 from rxlab.bench import driver
 from rxlab.core import builds, store
 from rxlab.core.study import manifest
@@ -70,9 +70,7 @@ def two_fake_builds(tmp_path, monkeypatch):
     ({"colour": "red"}, "unknown parameter 'colour': allowed are scale, builds, base"),
 ])
 def test_bad_parameters_fail_in_one_line(kw, message):
-    with pytest.raises(ValueError) as e:
-        STUDY.params(**{"scale": "smoke", **kw})
-    assert message in str(e.value) and "\n" not in str(e.value)
+    assert message in refusal(STUDY, **kw)
 
 
 def test_the_defaults_run_the_installed_build_against_itself():
@@ -291,17 +289,10 @@ def test_each_figure_is_redrawn_from_its_saved_table_alone(study, tmp_path):
     _, res = study
     assert list(STUDY.figures) == ["toolchains_relative_qps", "toolchains_relative_by_version",
                                    "toolchains_qps"]
-    for name, spec in STUDY.figures.items():
-        STUDY.figure(name, res, directory=tmp_path)
-        side = json.loads((tmp_path / f"{name}.json").read_text())
-        assert side["rocksdb_builds"] == [DEFAULT] and side["study_id"] == res.study
-        assert len(side["runs"]) == 2
-        assert side["scale"] == "smoke" and "/" not in json.dumps(side["runs"])
-        table = pd.read_csv(tmp_path / f"{name}.csv")
-        assert len(table) == side["table"]["rows"] > 0
-        assert DEFAULT in set(table["build"].dropna())               # the table names the builds it compares
-        fig = spec.draw(table, **side["draw_args"])
-        assert fig.axes and all(ax.has_data() for ax in fig.axes)
+    for s in saved_figures(STUDY, res, tmp_path):
+        assert s.side["rocksdb_builds"] == [DEFAULT] and len(s.side["runs"]) == 2
+        assert DEFAULT in set(s.table["build"].dropna())   # the table names the builds it compares
+        assert s.again.axes and all(ax.has_data() for ax in s.again.axes)
     t = pd.read_csv(tmp_path / "toolchains_relative_qps.csv")
     assert set(t["kind"]) == {"here", "post"}
     assert set(t.loc[t["kind"] == "post", "test"]) == {"fillseq", "readww", "overwrite"}
@@ -311,13 +302,9 @@ def test_each_figure_is_redrawn_from_its_saved_table_alone(study, tmp_path):
 
 def test_the_study_is_registered_and_its_outputs_are_written(study, tmp_path):
     _, res = study
-    assert studies.get("toolchains") is STUDY and studies.get("70") is STUDY
-    assert studies.figure_owner("toolchains_qps") is STUDY
-    done = STUDY.save_outputs(res, tmp_path)
-    assert done["figures"] == list(STUDY.figures) and not done["failed"]
-    names = {p.name for p in (tmp_path / "tables").iterdir()}
-    assert {"toolchains_relative.tex", "toolchains_post.md", "toolchains_published.csv"} <= names
-    assert "Noise floor" in (tmp_path / "findings.md").read_text()
+    out = registered_outputs(STUDY, res, tmp_path)
+    assert {"toolchains_relative.tex", "toolchains_post.md", "toolchains_published.csv"} <= out.tables
+    assert "Noise floor" in out.findings
 
 
 def test_study_frame_ignores_other_runs(tmp_path):

@@ -19,10 +19,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib import pyplot as plt
+from helpers_studies import refusal, registered_outputs, saved_figures
 from matplotlib.figure import Figure
 
-from rxlab import studies
 from rxlab.core import store
 from rxlab.core.study import manifest
 from rxlab.studies.tracing_overhead import STUDY, findings, syscalls, tables, tracers
@@ -113,10 +112,8 @@ def test_compare_syscalls_without_counters_is_strace_only():
     ({"tracer": ["none"]}, "unknown parameter 'tracer'"),
 ])
 def test_bad_parameters_fail_on_one_line(kw, needle):
-    with pytest.raises(ValueError) as e:
-        STUDY.params(**{"scale": "smoke", **kw})
-    msg = str(e.value)
-    assert needle in msg and "\n" not in msg, msg
+    msg = refusal(STUDY, **kw)
+    assert needle in msg, msg
 
 
 def test_plan_alternates_and_skips_counters_on_default():
@@ -229,17 +226,8 @@ def test_the_figures_are_drawn_from_their_tables_alone(tiny, tmp_path):
     only: what `rxlab figures` does without the runs."""
     _, res = tiny
     assert list(STUDY.figures) == ["tracing_throughput", "tracing_overhead", "tracing_syscalls"]
-    for name, spec in STUDY.figures.items():
-        plt.close(STUDY.figure(name, res, directory=tmp_path))
-        side = json.loads((tmp_path / f"{name}.json").read_text())
-        assert side["study"] == "tracing_overhead" and side["study_id"] == res.study
-        assert side["runs"] == res.run_ids and side["scale"] == "smoke"
-        assert all((tmp_path / f"{name}.{x}").stat().st_size > 0 for x in ("pdf", "svg", "png"))
-        table = pd.read_csv(tmp_path / f"{name}.csv")
-        assert len(table) == side["table"]["rows"] > 0
-        fig = spec.draw(table, **side["draw_args"])
-        assert isinstance(fig, Figure) and fig.axes
-        plt.close(fig)
+    for s in saved_figures(STUDY, res, tmp_path):
+        assert isinstance(s.again, Figure) and s.again.axes
     t = pd.read_csv(tmp_path / "tracing_throughput.csv")
     assert set(t["kind"]) == {"median", "rep", "published"}
     pub = t[t["kind"] == "published"].set_index("tracer")
@@ -253,14 +241,10 @@ def test_the_figures_are_drawn_from_their_tables_alone(tiny, tmp_path):
 
 def test_the_study_is_in_the_registry_and_its_outputs_are_written(tiny, tmp_path):
     _, res = tiny
-    assert studies.get("tracing_overhead") is STUDY and studies.get("50") is STUDY
-    assert studies.figure_owner("tracing_syscalls") is STUDY
-    done = STUDY.save_outputs(res, tmp_path)
-    assert done["figures"] == list(STUDY.figures) and not done["failed"]
-    names = {p.name for p in (tmp_path / "tables").iterdir()}
+    out = registered_outputs(STUDY, res, tmp_path)
     assert {"tracing_overhead_throughput.csv", "tracing_overhead_syscalls.md",
-            "tracing_overhead_overhead.tex"} <= names
-    assert "Syscall counts" in (tmp_path / "findings.md").read_text()
+            "tracing_overhead_overhead.tex"} <= out.tables
+    assert "Syscall counts" in out.findings
 
 
 def test_published_figure5_rows():

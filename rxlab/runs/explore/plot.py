@@ -101,58 +101,28 @@ def draw(
         hue_values = sorted(t[hue].unique(), key=_sort_key)
     pal = _palette(hue_values or [], hue)
     many = bool(hue_values) and len(hue_values) > 12
+    # what every layer draws: the same rows, axes and colours
+    mapping = {"data": t, "x": x, "y": y, "hue": hue, "hue_order": hue_values, "palette": pal, "ax": ax}
     if is_category(t, x) and x != "started":
         t[x] = t[x].astype(str)
         order = sorted(t[x].unique(), key=lambda v: _sort_key(int(v)) if v.isdigit() else _sort_key(v))
         dodge = bool(hue) and hue != x
-        sns.stripplot(
-            data=t,
-            x=x,
-            y=y,
-            hue=hue,
-            order=order,
-            hue_order=hue_values,
-            palette=pal,
-            dodge=dodge,
-            alpha=0.45,
-            size=2.5,
-            jitter=0.18,
-            ax=ax,
-            legend=False,
-        )
+        sns.stripplot(**mapping, order=order, dodge=dodge, alpha=0.45, size=2.5, jitter=0.18, legend=False)
         sns.pointplot(
-            data=t,
-            x=x,
-            y=y,
-            hue=hue,
+            **mapping,
             order=order,
-            hue_order=hue_values,
-            palette=pal,
             dodge=0.8 - 0.8 / len(hue_values) if dodge and hue_values else False,
             estimator="median",
             errorbar=None,
             linestyle="none",
             markers="D",
             markersize=4,
-            ax=ax,
             legend=not many,
         )
         if len(order) > 6:
             ax.tick_params(axis="x", labelrotation=30)
     else:
-        sns.scatterplot(
-            data=t,
-            x=x,
-            y=y,
-            hue=hue,
-            hue_order=hue_values,
-            palette=pal,
-            s=10,
-            alpha=0.7,
-            linewidth=0,
-            ax=ax,
-            legend=not many,
-        )
+        sns.scatterplot(**mapping, s=10, alpha=0.7, linewidth=0, legend=not many)
     ax.set_ylim(bottom=0) if (pd.to_numeric(t[y], errors="coerce") >= 0).all() else None
     if ax.get_legend() is not None:
         ax.legend(title=hue, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)

@@ -32,7 +32,7 @@ SEED_SCAN_KEYS = 65536  # the page's --seek_nexts
 SEED_STRIDE_RATIO = 125  # the page's --num / --multiread_stride (5000000 / 40000)
 ONE_FILE = 64 << 30  # target_file_size_base and max_bytes_for_level_base: compact into one SST
 MAX_DELAY_US = 100_000
-MIB, GIB = 1 << 20, 1 << 30
+MIB = 1 << 20
 
 # The step labels (the `test` column) and what each measures.
 GET_LOOP, MULTIGET, MULTIGET_ASYNC = "readrandom", "multireadrandom", "multireadrandom async_io"
@@ -128,16 +128,10 @@ class Params(study.StudyParams):
         self.delay_us = checks.int_list("delay_us", self.delay_us, 0, MAX_DELAY_US)
         if self.batch_sizes is not None:
             self.batch_sizes = sorted(checks.int_list("batch_sizes", self.batch_sizes, 1, 1024))
-        if self.seek_nexts is not None and not (
-            checks.is_int(self.seek_nexts) and 1 <= self.seek_nexts <= 1 << 20
-        ):
-            checks.fail("seek_nexts", self.seek_nexts, "expected None (the scale's) or an integer 1..1048576")
-        if not (checks.is_int(self.threads) and 1 <= self.threads <= 64):
-            checks.fail("threads", self.threads, "expected an integer 1..64")
-        if self.repeats is not None and not (checks.is_int(self.repeats) and 1 <= self.repeats <= 100):
-            checks.fail("repeats", self.repeats, "expected None (the scale's) or an integer 1..100")
-        if self.duration is not None and not (checks.is_number(self.duration) and 0 < self.duration <= 3600):
-            checks.fail("duration", self.duration, "expected None (the scale's) or seconds in (0, 3600]")
+        checks.optional_integer("seek_nexts", self.seek_nexts, 1, 1 << 20)
+        checks.integer("threads", self.threads, 1, 64)
+        checks.optional_integer("repeats", self.repeats, 1, 100)
+        checks.optional_seconds("duration", self.duration)
         if any(self.delay_us) and all(checks.is_default(b) for b in self.backends):
             checks.fail("delay_us", self.delay_us, "delays need an rxlab engine (posix, libaio, io_uring) "
                                                    "among the backends; the default file system has none")
@@ -148,11 +142,7 @@ class Params(study.StudyParams):
         sc = SCALES[self.scale]
         work, free = work_space(self.db_dir)
         db_bytes = sc.num * (KEY_SIZE + VALUE_SIZE)
-        if 2 * db_bytes > free:
-            raise ValueError(
-                f"scale={self.scale!r}: needs about {2 * db_bytes / GIB:.1f} GiB free at {work}, "
-                f"only {free / GIB:.1f} GiB free; choose another db_dir or a smaller scale"
-            )
+        study.check_space(self.scale, 2 * db_bytes, work, free)
         return Settings(
             scale=self.scale,
             num=sc.num,

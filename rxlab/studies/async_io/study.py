@@ -19,7 +19,7 @@ import pandas as pd
 from rxlab.bench import driver
 from rxlab.core import metrics, stats, store, sysinfo
 from rxlab.core.builds import active_build
-from rxlab.core.study import RunContext, Study
+from rxlab.core.study import RunContext, Study, tidy_frame
 from rxlab.studies.async_io.figures import FIGURES
 from rxlab.studies.async_io.findings import findings as findings_markdown
 from rxlab.studies.async_io.overlap import step_annotations
@@ -190,14 +190,11 @@ class AsyncIOStudy(Study, name="async_io", notebook="40_async_io", seed=SEED_FIL
             "backend_uri": cat["backend"].astype(str),
             "build_run": cat["spec.study"].map(builds),
         }, index=cat.index)
-        derived = metrics.seed_columns(cat)
-        raw = cat.drop(columns=[c for c in (*derived.columns, *keys.columns, "backend") if c in cat.columns])
-        out = pd.concat([keys, raw, derived], axis=1)
+        out = tidy_frame(keys, cat, metrics.seed_columns(cat), first=KEYS, drop=["backend"])
         out["mb_per_s"] = out["mbps"]  # db_bench's MB/s (rxlab.core.metrics), as is micros_per_op
         out["us_per_call"] = out["rx.lat"]  # mean latency of one API call (a MultiGet)
         out["reads_per_key"] = pd.to_numeric(out.get("fs.reads", np.nan)) / pd.to_numeric(out["ops"])
-        first = [c for c in KEYS if c in out.columns]
-        return out[first + [c for c in out.columns if c not in first]].reset_index(drop=True)
+        return out
 
     def complete(self, frame: pd.DataFrame) -> bool:
         """Read steps and the build run that loaded their DB (for studies stored before manifests)."""

@@ -24,6 +24,20 @@ CURVE_COLUMNS = ["case", "test", "backend", "percentile", "kind", "us", "us_max"
 
 # --------------------------------------------------------------------------- the tables drawn
 
+def _bar(base: dict, median: float, reps: pd.DataFrame, col: str, *, published: float,
+         published_max: float = np.nan) -> list[dict]:
+    """One bar's rows: its median, a dot per repetition (`col` of the `reps` rows), and the report's
+    number where it gives one."""
+    base = {**base, "value_max": np.nan}
+    rows = [{**base, "kind": "median", "rep": None, "value": median}]
+    rows += [{**base, "kind": "rep", "rep": int(rep), "value": float(v)}
+             for rep, v in zip(reps["rep"], pd.to_numeric(reps[col]), strict=True)]
+    if np.isfinite(published):
+        rows.append({**base, "kind": "published", "rep": None, "value": published,
+                     "value_max": published_max})
+    return rows
+
+
 def _bar_rows(result: BackendsResult, cases, tests, engines_only: bool = False) -> pd.DataFrame:
     """MB/s per case, test and backend: medians, repetitions and the report's numbers."""
     rows = []
@@ -34,14 +48,9 @@ def _bar_rows(result: BackendsResult, cases, tests, engines_only: bool = False) 
             b, test = r["backend"], r["test"]
             if engines_only and checks.is_default(b):
                 continue
-            base = {"case": case, "test": test, "backend": b, "value_max": np.nan}
-            rows.append({**base, "kind": "median", "rep": None, "value": r["MB/s"]})
-            reps = f[(f["backend"] == b) & (f["test"] == test)]
-            rows += [{**base, "kind": "rep", "rep": int(rep), "value": float(v)}
-                     for rep, v in zip(reps["rep"], pd.to_numeric(reps["mbps"]), strict=True)]
-            if np.isfinite(r["published MB/s"]):
-                rows.append({**base, "kind": "published", "rep": None, "value": r["published MB/s"],
-                             "value_max": r["published max"]})
+            rows += _bar({"case": case, "test": test, "backend": b}, r["MB/s"],
+                         f[(f["backend"] == b) & (f["test"] == test)], "mbps",
+                         published=r["published MB/s"], published_max=r["published max"])
     return pd.DataFrame(rows, columns=BAR_COLUMNS)
 
 
@@ -61,13 +70,8 @@ def zippydb_data(result: BackendsResult) -> pd.DataFrame:
     for metric, col, frame_col, pub in (("MB/s", "MB/s", "mbps", "published MB/s"),
                                         ("latency us", "rx.lat", "rx.lat", "published latency us")):
         for b, r in z.iterrows():
-            base = {"case": "local", "test": metric, "backend": b, "value_max": np.nan}
-            rows.append({**base, "kind": "median", "rep": None, "value": r[col]})
-            reps = f[f["backend"] == b]
-            rows += [{**base, "kind": "rep", "rep": int(rep), "value": float(v)}
-                     for rep, v in zip(reps["rep"], pd.to_numeric(reps[frame_col]), strict=True)]
-            if np.isfinite(r[pub]):
-                rows.append({**base, "kind": "published", "rep": None, "value": r[pub]})
+            rows += _bar({"case": "local", "test": metric, "backend": b}, r[col], f[f["backend"] == b],
+                         frame_col, published=r[pub])
     return pd.DataFrame(rows, columns=BAR_COLUMNS)
 
 

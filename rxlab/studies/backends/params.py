@@ -30,7 +30,7 @@ ZIPPY_TEST = "mixgraph"                                            # Figure 4
 PERCENTILES = (50.0, 75.0, 90.0, 99.0, 99.9)
 PCT_NAMES = tuple(f"p{p:g}" for p in PERCENTILES)
 PCT_COLUMNS = tuple(metrics.percentile_column(p) for p in PERCENTILES)
-MIB, GIB = 1 << 20, 1 << 30
+MIB = 1 << 20
 MAX_DELAY_US = 100_000
 
 
@@ -137,13 +137,9 @@ class Params(study.StudyParams):
     def __post_init__(self):
         super().__post_init__()
         self.backends = checks.backend_list("backends", self.backends)
-        if not (checks.is_int(self.threads) and 1 <= self.threads <= 64):
-            checks.fail("threads", self.threads, "expected an integer 1..64 (clients of the read steps)")
-        self.threads = int(self.threads)
-        if self.repeats is not None and not (checks.is_int(self.repeats) and 1 <= self.repeats <= 100):
-            checks.fail("repeats", self.repeats, "expected None (the scale's) or an integer 1..100")
-        if self.duration is not None and not (checks.is_number(self.duration) and 0 < self.duration <= 3600):
-            checks.fail("duration", self.duration, "expected None (the scale's) or seconds in (0, 3600]")
+        self.threads = checks.integer("threads", self.threads, 1, 64, note=" (clients of the read steps)")
+        checks.optional_integer("repeats", self.repeats, 1, 100)
+        checks.optional_seconds("duration", self.duration)
         self._cases = dict(DEVICE_CASES)
         for name, case in self._custom_cases().items():
             self._cases[name] = case
@@ -203,10 +199,8 @@ class Params(study.StudyParams):
         sc = SCALES[self.scale]
         work, free = work_space(self.db_dir)
         db_bytes = sc.num * (KEY_SIZE + VALUE_SIZE)
-        need = 3 * db_bytes  # the DB (uncompressed at worst) and its compactions' copies
-        if need > free:
-            raise ValueError(f"scale={self.scale!r}: needs about {need / GIB:.1f} GiB free at {work}, only "
-                             f"{free / GIB:.1f} GiB free; choose another db_dir or a smaller scale")
+        # the DB (uncompressed at worst) and its compactions' copies
+        study.check_space(self.scale, 3 * db_bytes, work, free)
         return Settings(scale=self.scale, num=sc.num, db_bytes=db_bytes,
                         duration=float(self.duration) if self.duration is not None else sc.duration,
                         repeats=self.repeats if self.repeats is not None else sc.repeats,

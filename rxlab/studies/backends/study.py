@@ -14,7 +14,7 @@ import pandas as pd
 
 from rxlab.bench import driver
 from rxlab.core import metrics, published, stats
-from rxlab.core.study import RunContext, Study
+from rxlab.core.study import RunContext, Study, match_runs, tidy_frame
 from rxlab.studies.backends import figures, findings, tables
 from rxlab.studies.backends.params import (
     BLOCK_SIZE,
@@ -112,26 +112,17 @@ class BackendsStudy(Study, name="backends", notebook="30_backends", seed=SEED_FI
 
     def frame(self, cat: pd.DataFrame) -> pd.DataFrame:
         """The tidy frame of a study from catalog rows (runs named by this study; others dropped)."""
-        empty = pd.DataFrame(columns=[*KEYS, *metrics.SEED_COLUMNS, "mbps"])
-        if cat.empty or "run_name" not in cat.columns:
-            return empty
-        m = cat["run_name"].astype(str).str.extract(_NAME_RE)
-        keep = m["study"].notna()
-        cat, m = cat[keep].copy(), m[keep]
+        cat, m = match_runs(cat, _NAME_RE)
         if cat.empty:
-            return empty
+            return pd.DataFrame(columns=[*KEYS, *metrics.SEED_COLUMNS, "mbps"])
         uri = cat["backend"].astype(str)
         delay = pd.to_numeric(uri.str.extract(r"delay_us=(\d+)")[0], errors="coerce").fillna(0).astype(int)
         jitter = pd.to_numeric(uri.str.extract(r"jitter_us=(\d+)")[0], errors="coerce").fillna(0).astype(int)
         keys = pd.DataFrame({"study": m["study"], "rep": m["rep"].astype(int), "case": m["case"],
                              "delay_us": delay, "jitter_us": jitter, "backend": uri.map(strip_case),
                              "backend_uri": uri, "part": m["part"]}, index=cat.index)
-        derived = metrics.seed_columns(cat)
-        raw = cat.drop(columns=[c for c in [*derived.columns, *keys.columns, "backend"] if c in cat.columns])
-        out = pd.concat([keys, raw, derived], axis=1)
-        first = [c for c in KEYS if c in out.columns]
-        out = out[first + [c for c in out.columns if c not in first]]
-        return out.sort_values(["study", "rep", "run_id", "step"], kind="stable").reset_index(drop=True)
+        return tidy_frame(keys, cat, metrics.seed_columns(cat), first=KEYS, drop=["backend"],
+                          sort=["study", "rep", "run_id", "step"])
 
     def complete(self, f: pd.DataFrame) -> bool:
         """The local case has every workload for every backend and repetition."""

@@ -1,7 +1,7 @@
 """The backends study's tables: the seed's numbers beside this machine's (medians over repetitions)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -67,25 +67,30 @@ def _pub_text(sel: pd.DataFrame) -> tuple[float, float, str, str, str]:
     return float(r["value"]), vmax, q, str(r["table"]), str(r["engine"])
 
 
+def _median_rows(result: BackendsResult, case: str,
+                 tests: Sequence[str]) -> Iterator[tuple[str, str, pd.Series]]:
+    """(test, backend, its medians) of each test and backend measured in `case`, tests first."""
+    med = medians(result)
+    for t in tests:
+        for b in result.backends:
+            m = med[(med["case"] == case) & (med["backend"] == b) & (med["test"] == t)]
+            if not m.empty:
+                yield t, b, m.iloc[0]
+
+
 def throughput_table(result: BackendsResult, case: str = "local",
                      tests: Sequence[str] = LOCAL_TESTS) -> pd.DataFrame:
     """MB/s per test and backend in one case (medians, min..max, n), the report's number beside
     (published, published_max, qualifier, figure; empty where it states none for that backend)."""
-    med = medians(result)
     pub = published.load("lab_throughput")
     pub = pub[pub["tracing"].isna()]  # Figure 5's rows (strace, perf) are another experiment
     rows = []
-    for t in tests:
-        for b in result.backends:
-            m = med[(med["case"] == case) & (med["backend"] == b) & (med["test"] == t)]
-            if m.empty:
-                continue
-            r = m.iloc[0]
-            v, vmax, q, fig, eng = _pub_text(_published_for(pub, case, t, b))
-            rows.append({"case": case, "test": t, "backend": b, "MB/s": r["mbps"], "MB/s min": r["mbps_min"],
-                         "MB/s max": r["mbps_max"], "qps": r["qps"], "cpuPer": r["cpuPer"], "n": int(r["n"]),
-                         "published MB/s": v, "published max": vmax, "qualifier": q, "published for": eng,
-                         "figure": fig})
+    for t, b, r in _median_rows(result, case, tests):
+        v, vmax, q, fig, eng = _pub_text(_published_for(pub, case, t, b))
+        rows.append({"case": case, "test": t, "backend": b, "MB/s": r["mbps"], "MB/s min": r["mbps_min"],
+                     "MB/s max": r["mbps_max"], "qps": r["qps"], "cpuPer": r["cpuPer"], "n": int(r["n"]),
+                     "published MB/s": v, "published max": vmax, "qualifier": q, "published for": eng,
+                     "figure": fig})
     return pd.DataFrame(rows)
 
 
@@ -93,21 +98,16 @@ def latency_table(result: BackendsResult, case: str = "local",
                   tests: Sequence[str] = LOCAL_TESTS) -> pd.DataFrame:
     """Latency percentiles (us, medians over repetitions) per test and backend, one row per percentile,
     the report's number beside where it states one."""
-    med = medians(result)
     pub = published.load("lab_latency")
     rows = []
-    for t in tests:
-        for b in result.backends:
-            m = med[(med["case"] == case) & (med["backend"] == b) & (med["test"] == t)]
-            if m.empty:
-                continue
-            for name, col in zip(PCT_NAMES, PCT_COLUMNS, strict=True):
-                sel = _published_for(pub, case, t, b)
-                sel = sel[sel["statistic"].map(lambda s, n=name: n in str(s).split(".."))]
-                v, vmax, q, fig, eng = _pub_text(sel)
-                rows.append({"case": case, "test": t, "backend": b, "percentile": name,
-                             "us": m.iloc[0][col], "published us": v, "published max": vmax, "qualifier": q,
-                             "published for": eng, "figure": fig})
+    for t, b, r in _median_rows(result, case, tests):
+        for name, col in zip(PCT_NAMES, PCT_COLUMNS, strict=True):
+            sel = _published_for(pub, case, t, b)
+            sel = sel[sel["statistic"].map(lambda s, n=name: n in str(s).split(".."))]
+            v, vmax, q, fig, eng = _pub_text(sel)
+            rows.append({"case": case, "test": t, "backend": b, "percentile": name,
+                         "us": r[col], "published us": v, "published max": vmax, "qualifier": q,
+                         "published for": eng, "figure": fig})
     return pd.DataFrame(rows)
 
 
@@ -136,14 +136,9 @@ def latency_pivot(result: BackendsResult, case: str = "local", tests: Sequence[s
 
 def zippydb_table(result: BackendsResult, case: str = "local") -> pd.DataFrame:
     """mixgraph (ZippyDB) per backend: MB/s, qps, mean Get latency (rx.lat) and p99, the report's beside."""
-    med = medians(result)
     pt, pl = published.load("lab_throughput"), published.load("lab_latency")
     rows = []
-    for b in result.backends:
-        m = med[(med["case"] == case) & (med["backend"] == b) & (med["test"] == ZIPPY_TEST)]
-        if m.empty:
-            continue
-        r = m.iloc[0]
+    for _, b, r in _median_rows(result, case, [ZIPPY_TEST]):
         v, _, q, fig, eng = _pub_text(_published_for(pt, case, ZIPPY_TEST, b))
         lv, _, lq, _, _ = _pub_text(_published_for(pl, case, ZIPPY_TEST, b, statistic="latency"))
         rows.append({"case": case, "backend": b, "MB/s": r["mbps"], "qps": r["qps"], "rx.lat": r["rx.lat"],

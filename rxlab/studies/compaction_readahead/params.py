@@ -52,8 +52,6 @@ SCALES = {
                   write_buffer_size=64 * MIB, target_file_size_base=64 * MIB,
                   max_bytes_for_level_base=256 * MIB),
 }
-FULL_DISK_FRACTION = 0.25
-FULL_MIN_BYTES, FULL_MAX_BYTES = 4 * GIB, 16 * GIB
 MIN_LIMIT = 64 * MIB   # below this the child (Python, RocksDB, memtables) cannot run
 
 
@@ -190,17 +188,11 @@ class Params(study.StudyParams):
         if checks.is_default(self.backend):
             checks.fail("backend", self.backend, "needs an rxlab engine (posix, libaio, io_uring): its "
                         "counters give the bytes RocksDB read, the hit ratio's denominator")
-        if not (checks.is_int(self.threads) and 1 <= self.threads <= 64):
-            checks.fail("threads", self.threads, "expected an integer 1..64 (overwrite's writer threads)")
-        if self.duration is not None and not (checks.is_number(self.duration) and 0 < self.duration <= 3600):
-            checks.fail("duration", self.duration, "expected None (the scale's) or seconds in (0, 3600]")
-        if self.repeats is not None and not (checks.is_int(self.repeats) and 1 <= self.repeats <= 20):
-            checks.fail("repeats", self.repeats, "expected None (the scale's) or an integer 1..20")
-        if not (checks.is_int(self.value_size) and 1 <= self.value_size <= 1 << 20):
-            checks.fail("value_size", self.value_size, "expected an integer 1..1048576 (bytes)")
-        if self.db_size is not None and _size_or_bad(self.db_size) < MIB:
-            checks.fail("db_size", self.db_size,
-                        "expected None (the scale's) or a size of at least 1m, e.g. '2g'")
+        checks.integer("threads", self.threads, 1, 64, note=" (overwrite's writer threads)")
+        checks.optional_seconds("duration", self.duration)
+        checks.optional_integer("repeats", self.repeats, 1, 20)
+        checks.integer("value_size", self.value_size, 1, 1 << 20, note=" (bytes)")
+        checks.db_size(self.db_size)
         self.db_dir = checks.db_dir(self.db_dir, need_direct_io=False)
         checks.choice("drop_caches", self.drop_caches, DROP_CACHES)
         self.settings()  # the disk must hold the scale and the DB must sit on a block device
@@ -214,21 +206,10 @@ class Params(study.StudyParams):
             raise ValueError(f"db_dir={str(work)!r}: on {dev.fstype}, which has no block device; the study "
                              "reads the device's counters: choose a directory on a disk file system")
         entry = KEY_SIZE + self.value_size
-        if self.db_size is not None:
-            num = max(1, parse_size(self.db_size) // entry)
-        elif sc.num is not None:
-            num = sc.num
-        else:
-            db_bytes = int(min(FULL_MAX_BYTES, free * FULL_DISK_FRACTION))
-            if db_bytes < FULL_MIN_BYTES:
-                raise ValueError(f"scale='full': needs {FULL_MIN_BYTES * 4 / GIB:.0f} GiB free at {work}, "
-                                 f"only {free / GIB:.1f} GiB; use scale='small' or another db_dir")
-            num = db_bytes // entry
+        num = study.key_count(entry, work, free, num=sc.num, db_size=self.db_size)
         db_bytes = num * entry
-        need = 3 * db_bytes  # the loaded DB, the copy a setting overwrites, compaction's output
-        if need > free:
-            raise ValueError(f"scale={self.scale!r}: needs about {need / GIB:.1f} GiB free at {work}, only "
-                             f"{free / GIB:.1f} GiB; choose another db_dir or a smaller db_size")
+        # the loaded DB, the copy a setting overwrites, compaction's output
+        study.check_space(self.scale, 3 * db_bytes, work, free, smaller="db_size")
         support = cgroup_support()
         limit = sc.memory_limit if self.memory_limit is None else int(self.memory_limit)
         notes = []

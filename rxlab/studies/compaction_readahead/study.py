@@ -15,7 +15,7 @@ import re
 import pandas as pd
 
 from rxlab.core import stats
-from rxlab.core.study import RunContext, Study
+from rxlab.core.study import RunContext, Study, match_runs, tidy_frame
 from rxlab.studies.compaction_readahead import figures, findings, tables
 from rxlab.studies.compaction_readahead.columns import DERIVED, derived
 from rxlab.studies.compaction_readahead.overwrite import copy_db, evict, load_db, run_child, run_spec
@@ -65,23 +65,14 @@ class ReadaheadStudy(Study, name="compaction_readahead", notebook="60_compaction
     def frame(self, cat: pd.DataFrame) -> pd.DataFrame:
         """One row per overwrite step of the catalog's readahead-<study>-r<rep>-crs<bytes> runs, keys
         first (the load run and runs of other studies dropped)."""
-        empty = pd.DataFrame(columns=[*KEYS, *DERIVED])
-        if cat.empty or "run_name" not in cat.columns:
-            return empty
-        m = cat["run_name"].astype(str).str.extract(_NAME_RE)
-        keep = m["study"].notna() & (cat.get("benchmark", cat["name"]).astype(str) == "overwrite")
-        cat, m = cat[keep].copy(), m[keep]
+        cat, m = match_runs(cat, _NAME_RE,
+                            lambda c, _: c.get("benchmark", c["name"]).astype(str) == "overwrite")
         if cat.empty:
-            return empty
+            return pd.DataFrame(columns=[*KEYS, *DERIVED])
         crs = m["crs"].astype(int)
         keys = pd.DataFrame({"study": m["study"], "rep": m["rep"].astype(int), "readahead": crs,
                              "setting": crs.map(size_label)}, index=cat.index)
-        d = derived(cat)
-        raw = cat.drop(columns=[c for c in (*d.columns, "readahead", "rep", "study") if c in cat.columns])
-        out = pd.concat([keys, raw, d], axis=1)
-        first = [c for c in KEYS if c in out.columns]
-        out = out[first + [c for c in out.columns if c not in first]]
-        return out.sort_values(["study", "rep", "readahead"], kind="stable").reset_index(drop=True)
+        return tidy_frame(keys, cat, derived(cat), first=KEYS, sort=["study", "rep", "readahead"])
 
     def complete(self, frame: pd.DataFrame) -> bool:
         """Every repetition ran the same settings (a study stored before manifests has no other mark)."""

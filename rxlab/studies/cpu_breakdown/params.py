@@ -60,14 +60,10 @@ class Params(study.StudyParams):
     def __post_init__(self):
         super().__post_init__()
         self.backend = checks.backend(self.backend)
-        if not (checks.is_int(self.threads) and 1 <= self.threads <= 64):
-            checks.fail("threads", self.threads, "expected an integer 1..64")
-        self.threads = int(self.threads)
+        self.threads = checks.integer("threads", self.threads, 1, 64)
         checks.choice("call_graph", self.call_graph, ("dwarf", "fp"))
-        if not (checks.is_int(self.frequency) and 10 <= self.frequency <= 10_000):
-            checks.fail("frequency", self.frequency, "expected samples per second, an integer 10..10000")
-        if self.repeats is not None and not (checks.is_int(self.repeats) and 1 <= self.repeats <= 20):
-            checks.fail("repeats", self.repeats, "expected None (the scale's) or an integer 1..20")
+        checks.integer("frequency", self.frequency, 10, 10_000, what="samples per second, an integer")
+        checks.optional_integer("repeats", self.repeats, 1, 20)
         self.db_dir = checks.db_dir(self.db_dir)
         self.ioeff_params()  # value_size, duration, db_size and the free disk, checked by ioeff
 

@@ -36,7 +36,7 @@ import pandas as pd
 
 from rxlab.bench import driver, perf
 from rxlab.core import metrics
-from rxlab.core.study import RunContext, Study
+from rxlab.core.study import RunContext, Study, match_runs, tidy_frame
 from rxlab.studies.cpu_breakdown import figures, findings, tables
 from rxlab.studies.cpu_breakdown.params import (
     BLOCK_BYTES,
@@ -130,18 +130,14 @@ class CpuBreakdownStudy(Study, name="cpu_breakdown", notebook="80_cpu_breakdown"
     def frame(self, cat: pd.DataFrame) -> pd.DataFrame:
         """One row per step of the study's run: study, test (the step's label), the step's raw columns and
         the run's metadata, the seeds' columns. Runs of other studies are dropped."""
-        if cat.empty or "run_name" not in cat.columns or "spec.study" not in cat.columns:
+        if "spec.study" not in cat.columns:
             return pd.DataFrame(columns=["study", "test"])
-        m = cat["run_name"].astype(str).str.extract(_NAME_RE)
-        keep = m["study"].notna() & (cat["spec.study"] == STUDY_TAG)
-        cat, m = cat[keep].copy(), m[keep]
+        cat, m = match_runs(cat, _NAME_RE, lambda c, _: c["spec.study"] == STUDY_TAG)
         if cat.empty:
             return pd.DataFrame(columns=["study", "test"])
-        derived = metrics.seed_columns(cat).drop(columns="test")
-        raw = cat.drop(columns=[c for c in derived.columns if c in cat.columns])
-        out = pd.concat([pd.DataFrame({"study": m["study"], "test": cat["name"].astype(str)}), raw, derived],
-                        axis=1)
-        return out.sort_values(["study", "step_index"], kind="stable").reset_index(drop=True)
+        keys = pd.DataFrame({"study": m["study"], "test": cat["name"].astype(str)}, index=cat.index)
+        return tidy_frame(keys, cat, metrics.seed_columns(cat).drop(columns="test"),
+                          sort=["study", "step_index"])
 
     def complete(self, frame: pd.DataFrame) -> bool:
         """Every seed test has a profiled and a timed step."""

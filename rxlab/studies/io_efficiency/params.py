@@ -23,7 +23,6 @@ from rxlab.core import model, study
 from rxlab.core import params as checks
 from rxlab.core.study import StudySettings, settings_table, size_text
 from rxlab.core.sysinfo import work_space
-from rxlab.core.units import parse_size
 
 SEED_FILE = "blog-2025-10-23-rocksdb-io-efficiency-point-queries.txt"
 # The published tables behind the figures (for the figures' JSON sidecars).
@@ -43,9 +42,6 @@ DB_TOOL = "rocksdb"
 RUN_PREFIX = "ioeff-"
 
 MIB, GIB = 1 << 20, 1 << 30
-FULL_DISK_FRACTION = 0.25    # of the free space, for the DB (compaction needs as much again)
-FULL_MIN_BYTES = 4 * GIB     # below this, full is no bigger than small: refuse
-FULL_MAX_BYTES = 16 * GIB    # a sequence rewrites the DB three times; 16 GiB keeps a run to hours
 FIO_MAX_BYTES = 16 * GIB
 MAX_THREADS = 256            # rxlab fio's numjobs limit
 MAX_DELAY_US = 100_000
@@ -143,24 +139,14 @@ class Params(study.StudyParams):
         self.backend = checks.backend(self.backend)
         self.threads = checks.int_list("threads", self.threads, 1, MAX_THREADS)
         self.block_align = checks.bool_list("block_align", self.block_align)
-        if self.repeats is not None and not (checks.is_int(self.repeats) and 1 <= self.repeats <= 100):
-            checks.fail("repeats", self.repeats, "expected None (the scale's) or an integer 1..100")
-        if not (checks.is_int(self.value_size) and 1 <= self.value_size <= 1 << 20):
-            checks.fail("value_size", self.value_size, "expected an integer 1..1048576 (bytes)")
-        if self.duration is not None and not (checks.is_number(self.duration) and 0 < self.duration <= 3600):
-            checks.fail("duration", self.duration, "expected None (the scale's) or seconds in (0, 3600]")
+        checks.optional_integer("repeats", self.repeats, 1, 100)
+        checks.integer("value_size", self.value_size, 1, 1 << 20, note=" (bytes)")
+        checks.optional_seconds("duration", self.duration)
         self.delay_us = checks.int_list("delay_us", self.delay_us, 0, MAX_DELAY_US)
         if any(self.delay_us) and checks.is_default(self.backend):
             checks.fail("delay_us", self.delay_us, "delays need an rxlab engine (posix, libaio, io_uring), "
                                                    "not the default file system")
-        if self.db_size is not None:
-            try:
-                n = parse_size(self.db_size)
-            except (ValueError, TypeError):
-                n = -1
-            if n < MIB:
-                checks.fail("db_size", self.db_size,
-                            "expected None (the scale's) or a size of at least 1m, e.g. '2g'")
+        checks.db_size(self.db_size)
         self.db_dir = checks.db_dir(self.db_dir)
         self.settings()  # the disk must hold the scale
 
@@ -178,23 +164,11 @@ class Params(study.StudyParams):
         sc = SCALES[self.scale]
         work, free = work_space(self.db_dir)
         entry = KEY_SIZE + self.value_size
-        if self.db_size is not None:
-            num = max(1, parse_size(self.db_size) // entry)
-        elif sc.num is not None:
-            num = sc.num
-        else:
-            db_bytes = int(min(FULL_MAX_BYTES, free * FULL_DISK_FRACTION))
-            if db_bytes < FULL_MIN_BYTES:
-                raise ValueError(f"scale='full': needs {FULL_MIN_BYTES * 4 / GIB:.0f} GiB free at {work} "
-                                 f"for a DB of at least {FULL_MIN_BYTES / GIB:.0f} GiB, only "
-                                 f"{free / GIB:.1f} GiB free; use scale='small' or another db_dir")
-            num = db_bytes // entry
+        num = study.key_count(entry, work, free, num=sc.num, db_size=self.db_size)
         db_bytes = num * entry
         fio_size = sc.fio_size if sc.fio_size is not None else min(FIO_MAX_BYTES, db_bytes)
-        need = 2 * db_bytes + fio_size  # the DB, its compaction's copy, fio's file
-        if need > free:
-            raise ValueError(f"scale={self.scale!r}: needs about {need / GIB:.1f} GiB free at {work}, only "
-                             f"{free / GIB:.1f} GiB free; choose another db_dir or a smaller db_size")
+        # the DB, its compaction's copy, fio's file
+        study.check_space(self.scale, 2 * db_bytes + fio_size, work, free, smaller="db_size")
         dur = float(self.duration) if self.duration is not None else sc.duration
         return Settings(scale=self.scale, num=int(num), db_bytes=int(db_bytes), duration=dur,
                         revrange_duration=min(sc.revrange_duration, dur),

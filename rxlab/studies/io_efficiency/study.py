@@ -18,7 +18,7 @@ import pandas as pd
 from rxlab.bench import driver, fio
 from rxlab.bench.irq import busiest_irq_cpu
 from rxlab.core import metrics, stats
-from rxlab.core.study import RunContext, Study
+from rxlab.core.study import RunContext, Study, match_runs, tidy_frame
 from rxlab.studies.io_efficiency import figures, tables
 from rxlab.studies.io_efficiency import findings as findings_
 from rxlab.studies.io_efficiency.params import (
@@ -109,6 +109,13 @@ def _run_name(ctx: RunContext, row, kind: str) -> str:
     return ctx.run_name(f"r{row.rep}", f"t{row.threads}", f"d{row.delay_us}", kind)
 
 
+def _fio_totals(cat: pd.DataFrame, names: pd.DataFrame):
+    """fio runs: the total row only (per-job rows stay in the store)."""
+    if "job" not in cat.columns:
+        return True
+    return ~names["kind"].isin(list(FIO_KINDS.values())) | (cat["job"].astype(str) == "total")
+
+
 class IoEfficiencyStudy(Study, name="io_efficiency", notebook="10_io_efficiency", seed=SEED_FILE,
                                published=PUBLISHED, run_prefix=RUN_PREFIX, params=Params,
                                result=IoEfficiencyResult, tables=tables.TABLES, figures=figures.FIGURES):
@@ -192,17 +199,10 @@ class IoEfficiencyStudy(Study, name="io_efficiency", notebook="10_io_efficiency"
 
     def frame(self, cat: pd.DataFrame) -> pd.DataFrame:
         """The tidy frame of a study from catalog rows (runs named by this study; others are dropped)."""
-        empty = pd.DataFrame(columns=[*KEYS, *metrics.SEED_COLUMNS])
-        if cat.empty or "run_name" not in cat.columns:
-            return empty
-        m = cat["run_name"].astype(str).str.extract(_NAME_RE)
-        keep = m["study"].notna()
-        is_fio = m["kind"].isin(list(FIO_KINDS.values()))
-        if "job" in cat.columns:  # fio runs: the total row only (per-job rows stay in the store)
-            keep &= ~is_fio | (cat["job"].astype(str) == "total")
-        cat, m, is_fio = cat[keep].copy(), m[keep], is_fio[keep]
+        cat, m = match_runs(cat, _NAME_RE, _fio_totals)
         if cat.empty:
-            return empty
+            return pd.DataFrame(columns=[*KEYS, *metrics.SEED_COLUMNS])
+        is_fio = m["kind"].isin(list(FIO_KINDS.values()))
         if "threads" in cat.columns:
             cat = cat.rename(columns={"threads": "step_threads"})
         uri = cat["backend"].astype(str) if "backend" in cat.columns else pd.Series("", index=cat.index)
@@ -215,14 +215,9 @@ class IoEfficiencyStudy(Study, name="io_efficiency", notebook="10_io_efficiency"
             "threads": m["threads"].astype(int),
             "block_align": m["kind"].map({"ba1": True, "ba0": False}).astype(object),
             "delay_us": m["delay"].astype(int), "backend_uri": uri}, index=cat.index)
-        derived = metrics.seed_columns(cat)
         # other studies' runs in the same store may carry columns of these names: the keys win
-        raw = cat.drop(columns=[c for c in (*derived.columns, *keys.columns) if c in cat.columns])
-        out = pd.concat([keys, raw, derived], axis=1)
-        first = [c for c in KEYS if c in out.columns]
-        out = out[first + [c for c in out.columns if c not in first]]
-        order = ["study", "rep", "delay_us", "threads", "run_id", "step"]
-        return out.sort_values([c for c in order if c in out.columns], kind="stable").reset_index(drop=True)
+        return tidy_frame(keys, cat, metrics.seed_columns(cat), first=KEYS,
+                          sort=["study", "rep", "delay_us", "threads", "run_id", "step"])
 
     def complete(self, frame: pd.DataFrame) -> bool:
         """Every RocksDB configuration has its fio baseline and the seed's three read tests."""

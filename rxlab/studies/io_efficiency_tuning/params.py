@@ -81,11 +81,8 @@ class Params(study.StudyParams):
             checks.fail("configs", self.configs, "must include 'seed', the configuration the others "
                                                  "are compared with")
         self.configs = [n for n in CONFIGS if n in names]  # the ladder's order
-        if self.repeats is not None and not (checks.is_int(self.repeats) and 1 <= self.repeats <= 100):
-            checks.fail("repeats", self.repeats, "expected None (the scale's) or an integer 1..100")
-        dur = self.duration
-        if dur is not None and not (checks.is_number(dur) and 0.1 <= dur <= 3600):
-            checks.fail("duration", self.duration, "expected None (the scale's) or seconds 0.1..3600")
+        checks.optional_integer("repeats", self.repeats, 1, 100)
+        checks.optional_seconds("duration", self.duration, 0.1)
         self.db_dir = checks.db_dir(self.db_dir)
         self.settings()
 
@@ -93,10 +90,7 @@ class Params(study.StudyParams):
         sc = SCALES[self.scale]
         work, free = work_space(self.db_dir)
         db_bytes = sc.num * (KEY_SIZE + VALUE_SIZE)
-        need = 2 * db_bytes + sc.fio_size
-        if need > free:
-            raise ValueError(f"scale={self.scale!r}: needs about {need / GIB:.1f} GiB free at {work}, only "
-                             f"{free / GIB:.1f} GiB free; choose another db_dir or a smaller scale")
+        study.check_space(self.scale, 2 * db_bytes + sc.fio_size, work, free)
         return Settings(scale=self.scale, num=sc.num, db_bytes=db_bytes,
                         duration=float(self.duration if self.duration is not None else sc.duration),
                         repeats=int(self.repeats if self.repeats is not None else sc.repeats),

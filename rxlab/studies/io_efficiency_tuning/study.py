@@ -24,7 +24,7 @@ import pandas as pd
 
 from rxlab.bench import driver, fio
 from rxlab.core import metrics, stats
-from rxlab.core.study import RunContext, Study
+from rxlab.core.study import RunContext, Study, tidy_frame
 from rxlab.studies.io_efficiency_tuning.configs import CONFIGS
 from rxlab.studies.io_efficiency_tuning.figures import FIGURES
 from rxlab.studies.io_efficiency_tuning.findings import findings as findings_markdown
@@ -120,14 +120,12 @@ class IoEffTuningStudy(Study, name="io_efficiency_tuning", notebook="15_raising_
             "test": np.where(is_fio, "fio-sync", "readrandom2"), "threads": 1, "delay_us": 0,
             "backend": cat["backend"].astype(str)}, index=cat.index)
         derived = metrics.seed_columns(cat).drop(columns="test")  # the keys name the test
-        raw = cat.drop(columns=[c for c in (*derived.columns, *keys.columns) if c in cat.columns])
-        out = pd.concat([keys, raw, derived], axis=1)
+        out = tidy_frame(keys, cat, derived, first=KEYS)
         # the whole machine's busy CPU per query: what a busy-polling configuration really costs
         out["host_cpuPer"] = pd.to_numeric(out["system_cpu.busy"]) * 1e6 / pd.to_numeric(out["ops"])
         if "lat_mean_us" in out.columns:
             out.loc[is_fio.to_numpy(), "rx.lat"] = pd.to_numeric(out.loc[is_fio.to_numpy(), "lat_mean_us"])
-        first = [c for c in KEYS if c in out.columns]
-        return out[first + [c for c in out.columns if c not in first]].reset_index(drop=True)
+        return out
 
     def complete(self, frame: pd.DataFrame) -> bool:
         """A fio baseline and the seed configuration, the least every table compares."""

@@ -71,9 +71,7 @@ class Params(study.StudyParams):
     def __post_init__(self):
         super().__post_init__()
         self.backend = checks.backend(self.backend, allow_delay=True)
-        if not (checks.is_int(self.threads) and 1 <= self.threads <= MAX_THREADS):
-            checks.fail("threads", self.threads, f"expected one integer 1..{MAX_THREADS}")
-        self.threads = int(self.threads)
+        self.threads = checks.integer("threads", self.threads, 1, MAX_THREADS, what="one integer")
         checks.choice("workload", self.workload, tuple(WORKLOADS))
         self.db_dir = checks.db_dir(self.db_dir)
 
@@ -81,11 +79,7 @@ class Params(study.StudyParams):
         num = SCALE_KEYS[self.scale]
         work, free = work_space(self.db_dir)
         db_bytes = num * (KEY_SIZE + VALUE_SIZE)
-        if 3 * db_bytes > free:
-            raise ValueError(
-                f"scale={self.scale!r}: needs about {3 * db_bytes / 2**30:.1f} GiB free at {work}, "
-                f"only {free / 2**30:.1f} GiB free; choose another db_dir or a smaller scale"
-            )
+        study.check_space(self.scale, 3 * db_bytes, work, free)
         return Settings(
             scale=self.scale,
             num=num,

@@ -15,22 +15,11 @@ import pandas as pd
 
 from rxlab.bench import driver
 from rxlab.core import metrics
-from rxlab.core.study import RunContext, Study, StudyResult
+from rxlab.core.study import RunContext, Study, StudyResult, match_runs, tidy_frame
 from rxlab.studies.quickstart import tables
-from rxlab.studies.quickstart.params import SCALE_KEYS, WORKLOADS, Params
-from rxlab.studies.quickstart.tables import engines_table, look
+from rxlab.studies.quickstart.params import Params
 
-__all__ = [
-    "KEYS",
-    "RUN_PREFIX",
-    "SCALE_KEYS",
-    "STUDY",
-    "WORKLOADS",
-    "Params",
-    "QuickstartStudy",
-    "engines_table",
-    "look",
-]
+__all__ = ["KEYS", "RUN_PREFIX", "STUDY", "QuickstartStudy"]
 
 RUN_PREFIX = "start-"
 _NAME_RE = re.compile(r"^start-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-(?P<workload>[a-z]+)$")
@@ -55,14 +44,9 @@ class QuickstartStudy(Study, name="quickstart", notebook="00_start_here", run_pr
 
     def frame(self, cat: pd.DataFrame) -> pd.DataFrame:
         """The tidy frame (one row per step) of this study's runs in catalog rows (others dropped)."""
-        empty = pd.DataFrame(columns=[*KEYS, *metrics.SEED_COLUMNS])
-        if cat.empty or "run_name" not in cat.columns:
-            return empty
-        m = cat["run_name"].astype(str).str.extract(_NAME_RE)
-        keep = m["study"].notna()
-        cat, m = cat[keep].copy(), m[keep]
+        cat, m = match_runs(cat, _NAME_RE)
         if cat.empty:
-            return empty
+            return pd.DataFrame(columns=[*KEYS, *metrics.SEED_COLUMNS])
         threads = pd.to_numeric(cat.get("spec.threads", cat.get("threads")), errors="coerce")
         keys = pd.DataFrame(
             {
@@ -73,12 +57,7 @@ class QuickstartStudy(Study, name="quickstart", notebook="00_start_here", run_pr
             },
             index=cat.index,
         )
-        derived = metrics.seed_columns(cat)
-        raw = cat.drop(columns=[c for c in [*derived.columns, *keys.columns] if c in cat.columns])
-        out = pd.concat([keys, raw, derived], axis=1)
-        first = [c for c in KEYS if c in out.columns]
-        out = out[first + [c for c in out.columns if c not in first]]
-        return out.sort_values(["study", "run_id", "step"], kind="stable").reset_index(drop=True)
+        return tidy_frame(keys, cat, metrics.seed_columns(cat), first=KEYS, sort=["study", "run_id", "step"])
 
     def complete(self, f: pd.DataFrame) -> bool:
         """Every run has its measured step (the workload its name says)."""

@@ -125,16 +125,11 @@ class Params(study.StudyParams):
             checks.fail("tests", self.tests,
                         f"expected a non-empty list of distinct tests from {', '.join(TESTS)}")
         self.tests = [x for x in TESTS if x in t]
-        if self.repeats is not None and not (checks.is_int(self.repeats) and 1 <= self.repeats <= 100):
-            checks.fail("repeats", self.repeats, "expected None or an integer 1..100")
-        if self.duration is not None and not (checks.is_number(self.duration)
-                                              and 0.1 <= self.duration <= 3600):
-            checks.fail("duration", self.duration, "expected None or seconds 0.1..3600")
-        if not (checks.is_int(self.threads) and 1 <= self.threads <= 64):
-            checks.fail("threads", self.threads, "expected an integer 1..64")
+        checks.optional_integer("repeats", self.repeats, 1, 100, none="None")
+        checks.optional_seconds("duration", self.duration, 0.1, none="None")
+        checks.integer("threads", self.threads, 1, 64)
         self.write_rate_limit = checks.size_bytes("write_rate_limit", self.write_rate_limit, minimum=1024)
-        if not (checks.is_int(self.value_size) and 1 <= self.value_size <= 1 << 20):
-            checks.fail("value_size", self.value_size, "expected an integer 1..1048576")
+        checks.integer("value_size", self.value_size, 1, 1 << 20)
         self.db_dir = checks.db_dir(self.db_dir)
 
     def settings(self) -> Settings:

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from rxlab.core import builds, metrics, stats
-from rxlab.core.study import RunContext, Study
+from rxlab.core.study import RunContext, Study, match_runs, tidy_frame
 from rxlab.studies.toolchains import child, figures, findings, tables
 from rxlab.studies.toolchains.params import (
     KEY_SIZE,
@@ -104,24 +104,17 @@ class ToolchainsStudy(Study, name="toolchains", notebook="70_toolchains", seed=S
     def frame(self, cat: pd.DataFrame) -> pd.DataFrame:
         """One row per run and test (the warm-up left out): the study's keys, the step's raw columns,
         the seeds' columns. Runs of other studies are dropped."""
-        empty = pd.DataFrame(columns=[*KEYS, "qps"])
-        if cat.empty or "run_name" not in cat.columns:
-            return empty
-        m = cat["run_name"].astype(str).str.extract(_NAME_RE)
-        keep = m["study"].notna() & cat["name"].isin(list(STEP_OF.values()))
-        cat, m = cat[keep].copy(), m[keep]
+        cat, m = match_runs(cat, _NAME_RE, lambda c, _: c["name"].isin(list(STEP_OF.values())))
         if cat.empty:
-            return empty
+            return pd.DataFrame(columns=[*KEYS, "qps"])
         def spec(k):   # the labels the study stored with each run (child.run_child's meta)
             return cat[f"spec.{k}"] if f"spec.{k}" in cat.columns else pd.Series(None, index=cat.index)
 
         keys = pd.DataFrame({"study": m["study"], "rep": m["rep"].astype(int), "build": cat["rocksdb_build"],
                              "toolchain": spec("toolchain"), "version": spec("version"), "base": spec("base"),
                              "test": cat["name"].map(TEST_OF), "run_id": cat["run_id"]}, index=cat.index)
-        derived = metrics.seed_columns(cat).drop(columns="test")
-        raw = cat.drop(columns=[c for c in [*derived.columns, *keys.columns] if c in cat.columns])
-        out = pd.concat([keys, raw, derived], axis=1)
-        return out.sort_values(["study", "rep", "run_id", "step_index"], kind="stable").reset_index(drop=True)
+        return tidy_frame(keys, cat, metrics.seed_columns(cat).drop(columns="test"),
+                          sort=["study", "rep", "run_id", "step_index"])
 
     def complete(self, frame: pd.DataFrame) -> bool:
         """Every build ran the same tests in every repetition, the base build among them."""

@@ -114,6 +114,23 @@ def _slot(i: int, j: int, n: int) -> float:
     return i - 0.4 + width * (j + 0.5)
 
 
+def _cells(sel: pd.DataFrame, backends: list, tracers: list, col: str):
+    """Each backend and tracer with a median of `col` in `sel`: (x, backend, tracer, the median, the
+    repetitions' values)."""
+    for j, tr in enumerate(tracers):
+        for i, b in enumerate(backends):
+            g = sel[(sel["backend"] == b) & (sel["tracer"] == tr)]
+            med = g[g["kind"] == "median"][col]
+            if not med.empty:
+                yield _slot(i, j, len(tracers)), b, tr, float(med.iloc[0]), g[g["kind"] == "rep"][col]
+
+
+def _spread(ax, x: float, reps: pd.Series) -> None:
+    """The repetitions' min..max as a vertical line (where there are two or more)."""
+    if len(reps) > 1:
+        ax.plot([x, x], [reps.min(), reps.max()], color="#222222", lw=0.7)
+
+
 def draw_throughput(t: pd.DataFrame):
     """db_bench's MB/s per backend and tracer, one panel per workload; the report's Figure 5 numbers beside.
 
@@ -130,19 +147,11 @@ def draw_throughput(t: pd.DataFrame):
                              gridspec_kw={"width_ratios": ratios})
     width = 0.8 / max(len(tracers), 1)
     for ax, test in zip(axes[0], tests, strict=False):
-        sel = here[here["test"] == test]
-        for j, tr in enumerate(tracers):
-            for i, b in enumerate(backends):
-                g = sel[(sel["backend"] == b) & (sel["tracer"] == tr)]
-                med = g[g["kind"] == "median"]["mb_per_s"]
-                if med.empty:
-                    continue
-                x, st = _slot(i, j, len(tracers)), TRACER_STYLE[tr]
-                ax.bar(x, float(med.iloc[0]), width * 0.92, color=style.backend_color(b), alpha=st["alpha"],
-                       hatch=st["hatch"], edgecolor="#333333", lw=0.4)
-                reps = g[g["kind"] == "rep"]["mb_per_s"]
-                if len(reps) > 1:
-                    ax.plot([x, x], [reps.min(), reps.max()], color="#222222", lw=0.7)
+        for x, b, tr, med, reps in _cells(here[here["test"] == test], backends, tracers, "mb_per_s"):
+            st = TRACER_STYLE[tr]
+            ax.bar(x, med, width * 0.92, color=style.backend_color(b), alpha=st["alpha"], hatch=st["hatch"],
+                   edgecolor="#333333", lw=0.4)
+            _spread(ax, x, reps)
         ax.set_xticks(range(len(backends)), backends)
         ax.set_title(f"{test}, here")
     axes[0][0].set_ylabel("db_bench MB/s")
@@ -175,19 +184,10 @@ def draw_overhead(t: pd.DataFrame):
     backends, tracers = _order(here["backend"]), _tracers(here["tracer"])
     fig, axes = style.figure(width="page", aspect=0.34, ncols=max(len(tests), 1), squeeze=False, sharey=True)
     for ax, test in zip(axes[0], tests, strict=False):
-        o = here[here["test"] == test]
-        for j, tr in enumerate(tracers):
-            for i, b in enumerate(backends):
-                g = o[(o["backend"] == b) & (o["tracer"] == tr)]
-                med = g[g["kind"] == "median"]["rel"]
-                if med.empty:
-                    continue
-                x = _slot(i, j, len(tracers))
-                reps = g[g["kind"] == "rep"]["rel"]
-                if len(reps) > 1:
-                    ax.plot([x, x], [reps.min(), reps.max()], color="#222222", lw=0.7)
-                ax.plot(x, float(med.iloc[0]), TRACER_STYLE[tr]["marker"], color=style.backend_color(b), ms=5,
-                        mec="#222222", mew=0.4)
+        for x, b, tr, med, reps in _cells(here[here["test"] == test], backends, tracers, "rel"):
+            _spread(ax, x, reps)
+            ax.plot(x, med, TRACER_STYLE[tr]["marker"], color=style.backend_color(b), ms=5, mec="#222222",
+                    mew=0.4)
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(FixedLocator([0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0]))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))

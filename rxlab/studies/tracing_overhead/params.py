@@ -148,14 +148,10 @@ class Params(study.StudyParams):
             checks.fail("workloads", self.workloads, f"expected a non-empty list of distinct db_bench "
                                                      f"benchmarks from {', '.join(WORKLOADS)}")
         self.workloads = list(wl)
-        if self.repeats is not None and not (checks.is_int(self.repeats) and 1 <= self.repeats <= 100):
-            checks.fail("repeats", self.repeats, "expected None (the scale's) or an integer 1..100")
-        for name in ("num", "reads"):
-            v = getattr(self, name)
-            if v is not None and not (checks.is_int(v) and 100 <= v <= 100_000_000):
-                checks.fail(name, v, "expected None (the scale's) or an integer 100..100000000")
-        if not (checks.is_int(self.perf_freq) and 1 <= self.perf_freq <= 10_000):
-            checks.fail("perf_freq", self.perf_freq, "expected an integer 1..10000 (Hz)")
+        checks.optional_integer("repeats", self.repeats, 1, 100)
+        checks.optional_integer("num", self.num, 100, 100_000_000)
+        checks.optional_integer("reads", self.reads, 100, 100_000_000)
+        checks.integer("perf_freq", self.perf_freq, 1, 10_000, note=" (Hz)")
         self.db_dir = checks.db_dir(self.db_dir)
         for tool in ("perf", "strace"):
             if tool in self.tracers and shutil.which(tool) is None:

@@ -27,7 +27,7 @@ from rxlab.bench import references
 from rxlab.core import metrics, stats, sysinfo
 from rxlab.core.builds import active_build
 from rxlab.core.store import RunWriter
-from rxlab.core.study import RunContext, Study
+from rxlab.core.study import RunContext, Study, match_runs
 from rxlab.studies.tracing_overhead import figures, findings, tables
 from rxlab.studies.tracing_overhead.params import PUBLISHED, SEED_FILE, WORKLOADS, Params, Settings, applies
 from rxlab.studies.tracing_overhead.result import TracingResult
@@ -140,13 +140,9 @@ class TracingStudy(Study, name="tracing_overhead", notebook="50_tracing_overhead
 
     def frame(self, cat: pd.DataFrame) -> pd.DataFrame:
         """One row per db_bench step of the study's runs: keys, qps (rxlab.core.metrics), db_bench's MB/s."""
-        empty = pd.DataFrame(columns=[*KEYS, "qps", "mb_per_s"])
-        if cat.empty or "run_name" not in cat.columns:
-            return empty
-        m = cat["run_name"].astype(str).str.extract(_NAME_RE)
-        cat, m = cat[m["study"].notna()].copy(), m[m["study"].notna()]
+        cat, m = match_runs(cat, _NAME_RE)
         if cat.empty:
-            return empty
+            return pd.DataFrame(columns=[*KEYS, "qps", "mb_per_s"])
         derived = metrics.seed_columns(cat)
         keys = pd.DataFrame({"study": m["study"], "rep": m["rep"].astype(int), "backend": cat["spec.backend"],
                              "tracer": m["tracer"], "test": derived["test"], "run_id": cat["run_id"]},
