@@ -50,8 +50,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("rxlab.cli.orchestrate", ("report", "sweep", "worker")),
     ("rxlab.cli.builds", ("rocksdb", "builds", "build-rocksdb", "build-module", "remove-build",
                           "plugin-path")),
-    ("rxlab.cli.selfcheck", ("selfcheck", "bench-backends", "bench-driver", "bench-paired")),
     ("rxlab.cli.conformance", ("conformance",)),
+    ("rxlab.cli.selfcheck", ("selfcheck", "bench-backends", "bench-driver", "bench-paired")),
 )
 
 DESCRIPTION = ("A research workbench for RocksDB IO performance: RocksDB on rxlab's IO engines, db_bench's "

@@ -171,6 +171,16 @@ def plugin_for(prefix: Path, python: str | None = None, jobs: int | None = None)
     tools = Path(python).parent
     cmake = str(tools / "cmake") if (tools / "cmake").exists() else (shutil.which("cmake") or "cmake")
     ninja = str(tools / "ninja") if (tools / "ninja").exists() else (shutil.which("ninja") or "ninja")
+    # A build directory configured from another checkout (or another venv's cmake) is made anew: its
+    # ninja file would re-run a cmake that may be gone, on sources that are not these.
+    cache = bdir / "CMakeCache.txt"
+    text = cache.read_text() if cache.is_file() else ""
+    used = re.search(r"^CMAKE_COMMAND:INTERNAL=(.*)$", text, re.M)
+    configured = (f"CMAKE_HOME_DIRECTORY:INTERNAL={builds.REPO}\n" in text and used is not None
+                  and Path(used.group(1)).is_file())
+    if not configured and bdir.exists():
+        shutil.rmtree(bdir)
+        bdir.mkdir(parents=True)
     if not (bdir / "build.ninja").is_file():
         print(f"compiling rxlab's plugin against {prefix} (log {log})", file=sys.stderr)
         builds._run([cmake, "-S", str(builds.REPO), "-B", str(bdir), "-G", "Ninja",
