@@ -465,6 +465,20 @@ def patch_reason(p: Path) -> str:
     return ""
 
 
+def unpack_source(version: str, work: Path) -> tuple[Path, Path, list]:
+    """A fresh build tree: `work` emptied, the verified source tarball unpacked in it and rxlab's
+    patches applied (logged to work/build.log). Returns (tarball, source dir, patches applied)."""
+    tarball = fetch_source(version)
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    with tarfile.open(tarball) as tf:
+        top = tf.getnames()[0].split("/")[0]
+        tf.extractall(work, filter="data") if hasattr(tarfile, "data_filter") else tf.extractall(work)
+    src = work / top
+    return tarball, src, _apply_patches(src, version, work / "build.log")
+
+
 def build(version: str = DEFAULT_VERSION, cc: str = "gcc", lto: bool = False,
           jobs: int | None = None, force: bool = False, cxxflags: str = "") -> Path:
     """Build RocksDB `version` (shared library + db_bench) into the cache.
@@ -484,19 +498,11 @@ def build(version: str = DEFAULT_VERSION, cc: str = "gcc", lto: bool = False,
             f" (built by {rec.get('compiler_version')}; {cxx} is now {now}; --force rebuilds)"
         print(f"RocksDB {version} ({prefix.name}) already built: {prefix}{note}", file=sys.stderr)
         return prefix
-    tarball = fetch_source(version)
     work = cache_root() / "rocksdb-build" / prefix.name
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
     log = work / "build.log"
     print(f"building RocksDB {version} with {cxx} {major}{' + LTO' if lto else ''} "
           f"(about 20 minutes on 2 cores; log {log})", file=sys.stderr)
-    with tarfile.open(tarball) as tf:
-        top = tf.getnames()[0].split("/")[0]
-        tf.extractall(work, filter="data") if hasattr(tarfile, "data_filter") else tf.extractall(work)
-    src = work / top
-    patches = _apply_patches(src, version, log)
+    tarball, src, patches = unpack_source(version, work)
     flags = list(CMAKE_FLAGS) + [f"-DCMAKE_C_COMPILER={c}", f"-DCMAKE_CXX_COMPILER={cxx}"]
     extra = " ".join(cxxflags.split())
     if extra:

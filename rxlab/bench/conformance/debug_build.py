@@ -8,7 +8,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 
@@ -110,18 +109,10 @@ def debug_build(suites: list[str], version: str | None = None, cc: str | None = 
 def _full_debug_build(prefix: Path, tree: Path, version: str, cc: str, tests: list[str], *,
                       jobs: int) -> Path:
     c, cxx, major = builds._compiler(cc)
-    tarball = builds.fetch_source(version)
-    if tree.exists():
-        shutil.rmtree(tree)
-    tree.mkdir(parents=True)
     log = tree / "build.log"
     print(f"building RocksDB {version} Debug with {', '.join(tests)} ({cxx} {major}; about 20 minutes "
           f"on 2 cores and 1-2 more per test binary; log {log})", file=sys.stderr)
-    with tarfile.open(tarball) as tf:
-        top = tf.getnames()[0].split("/")[0]
-        tf.extractall(tree, filter="data") if hasattr(tarfile, "data_filter") else tf.extractall(tree)
-    src = tree / top
-    patches = builds._apply_patches(src, version, log)
+    tarball, src, patches = builds.unpack_source(version, tree)
     flags = [*DEBUG_CMAKE_FLAGS, f"-DCMAKE_C_COMPILER={c}", f"-DCMAKE_CXX_COMPILER={cxx}"]
     bdir = tree / "build"
     t0 = time.time()
