@@ -159,7 +159,7 @@ def test_both_benchmarks_run_in_turns_on_a_small_db(tmp_path):
     test (about 60 MB against the benchmarks' 8 MiB cache, so most reads reach the disk)."""
     from helpers_bench import small_bench_db
 
-    from rxlab.bench.selfcheck import backends as bb
+    from rxlab.bench.selfcheck import backends_in_turns as bb
     from rxlab.bench.selfcheck import driver as driver_check
 
     small_bench_db(tmp_path, num=150_000)

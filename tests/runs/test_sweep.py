@@ -63,4 +63,4 @@ def test_a_sweep_with_a_failing_point_finishes_the_rest_and_resumes(tmp_path):
 def test_an_unknown_parameter_is_refused_in_one_line(tmp_path):
     r = rxlab("sweep", "00", "-p", "scael", "smoke", "--out", tmp_path)
     assert r.returncode == 2
-    assert r.stderr.strip() == "rxlab: parameter 'scael': 00_start_here has backend, scale, db_dir, threads"
+    assert r.stderr.strip() == "rxlab: parameter 'scael': 00_start_here has backend, scale, db_dir, threads, workload"
