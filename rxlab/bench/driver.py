@@ -117,10 +117,9 @@ class RunSpec:
     # perf_event counters per reader thread (task-clock, context switches,
     # migrations, page faults; cycles and instructions where there is a PMU).
     # Off by default: an enabled task event adds work to every context switch
-    # of its thread, measured here (`rxlab bench-driver`, three runs) at +2.6 to
-    # +4.0 us of CPU per readrandom query at 1 thread and +0.9 to +11 us at 2,
-    # which would be charged to RocksDB. getrusage already gives CPU, context
-    # switches and page faults.
+    # of its thread: microseconds of CPU per readrandom query (`rxlab selfcheck
+    # driver` measures it), which would be charged to RocksDB. getrusage already
+    # gives CPU, context switches and page faults.
     perf_events: bool = False
     # fio's cpus_allowed_policy for the reader threads: "shared" (the
     # scheduler places them, as db_bench does) or "split" (thread i pinned to

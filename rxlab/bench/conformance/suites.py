@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from rxlab._core import parse_uri
+
 # The engines RocksDB can run on (rxlab's "sync" engine moves the shared file
 # offset: rxlab fio only).
 ENGINES = ("posix", "libaio", "io_uring")
@@ -99,8 +101,6 @@ def check_engine_uris(engines: list[str]) -> None:
     """Engine options (e.g. io_uring?fixed_buffers=1) checked by rxlab's own URI parser."""
     if not any("?" in e for e in engines):
         return
-    from rxlab import parse_uri
-
     for e in engines:
         try:
             parse_uri("rxlab://" + e)
