@@ -15,6 +15,7 @@ import itertools
 import math
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,7 @@ from rxlab.studies.io_efficiency import params as ioeff_params
 from rxlab.studies.perf_model import STUDY, analysis
 from rxlab.studies.perf_model import figures as pm_figures
 from rxlab.studies.perf_model import findings as pm_findings
+from rxlab.studies.perf_model.result import PerfModelResult
 
 pytestmark = pytest.mark.timeout(600)
 TWO_CPUS = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
@@ -282,6 +284,15 @@ def test_steal_effect_measures_how_the_runs_moved_with_the_hosts_steal(study):
     assert flat[["qps_pct_per_10us", "cpu_us_per_us", "r2"]].isna().all() and flat["steal_median_us"] == 3.0
     comp = analysis.compare_models(analysis.model_rows(study))
     assert "host's steal" not in pm_findings.model_findings(comp, steal=flat)
+
+
+def test_reused_tells_the_stored_studies_by_their_start_second_not_their_random_digits():
+    r = PerfModelResult(study="20261127T040625443b", frame=pd.DataFrame(), runs=[], root=Path("."))
+    r.__dict__["ioeff"] = SimpleNamespace(study="20261127T0406251346")    # run by it, in its own second
+    r.__dict__["delayed"] = SimpleNamespace(study="20261127T040624ffff")  # from the store, a second before
+    assert r.reused == ["20261127T040624ffff"]
+    r.__dict__["delayed"] = None
+    assert r.reused == []
 
 
 def test_held_out_change_sets_two_summaries_side_by_side():

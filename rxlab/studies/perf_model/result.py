@@ -16,6 +16,7 @@ from rxlab.studies.perf_model import analysis, device_load, placement
 # The frame's `part` of each kind of run.
 PARTS = ("io_efficiency", "delayed", "placement", "device_load")
 _INTS = ("rep", "threads", "delay_us")
+STAMP = len("20261122T210817")   # a study id's start second (see core.study.new_study_id)
 
 
 class PerfModelResult(StudyResult):
@@ -51,9 +52,12 @@ class PerfModelResult(StudyResult):
 
     @property
     def reused(self) -> list[str]:
-        """The IO-efficiency studies taken from the store rather than run by this study (their ids sort
-        before this study's: ids are start times)."""
-        return [r.study for r in (self.ioeff, self.delayed) if r is not None and r.study < self.study]
+        """The IO-efficiency studies taken from the store rather than run by this study: their ids start
+        with an earlier second. Ids are the start second and 4 random hex digits, so only the second
+        orders them: a part run by this study may start in this study's own second, while one taken
+        from the store had finished (seconds at the least) before this study began."""
+        own = self.study[:STAMP]
+        return [r.study for r in (self.ioeff, self.delayed) if r is not None and r.study[:STAMP] < own]
 
     @cached_property
     def placement_runs(self) -> pd.DataFrame:
