@@ -49,6 +49,6 @@ def explore(root=None, **kw):
     # Imported by name when called: the package imports none of its layers (each of them imports
     # rxlab._core through it, so an import statement here would close a cycle), and `import rxlab` stays
     # light (pandas, seaborn and ipywidgets load only when the explorer is asked for).
-    import importlib  # noqa: PLC0415
+    import importlib  # noqa: PLC0415 - see above: no layer is imported at the top
 
     return importlib.import_module("rxlab.runs.explore").Explorer(root, **kw)

@@ -96,3 +96,16 @@ def test_every_study_is_a_folder_with_its_notebook():
         assert folder.is_dir(), f"study {s.name}: not a folder of its own"
         assert (REPO / "notebooks" / f"{s.notebook}.ipynb").is_file(), f"{s.name}: no notebook {s.notebook}"
         assert s.figures or s.notebook.startswith("00_"), f"{s.name}: no figures"
+
+
+def test_function_local_imports_are_only_for_optional_or_heavy_dependencies_and_say_why():
+    """ruff's PLC0415 finds an import inside a function; each one that stays carries its reason
+    after the noqa (`# noqa: PLC0415 - only inside IPython`), so hidden coupling cannot creep back."""
+    exe = Path(sys.executable).with_name("ruff")
+    r = subprocess.run([str(exe), "check", "--select", "PLC0415", "--output-format", "concise", "rxlab"],
+                       cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-1000:]
+    bare = [f"{p.relative_to(REPO)}:{i}" for p in (REPO / "rxlab").rglob("*.py")
+            for i, line in enumerate(p.read_text().splitlines(), 1)
+            if "noqa: PLC0415" in line and not line.split("noqa: PLC0415", 1)[1].strip().startswith("- ")]
+    assert not bare, f"function-local imports without their reason: {bare}"

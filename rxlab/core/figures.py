@@ -136,7 +136,7 @@ def figure(width: str = "column", aspect: float = 0.68, *, pyplot: bool = True, 
     if pyplot:
         return plt.subplots(figsize=size, **kw)
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415 - only for this case
-    from matplotlib.figure import Figure  # noqa: PLC0415
+    from matplotlib.figure import Figure  # noqa: PLC0415 - only for this case
 
     fig = Figure(figsize=size, layout=kw.pop("layout", None))
     FigureCanvasAgg(fig)

@@ -505,12 +505,12 @@ def _live_display(study: Study) -> Callable[[StudyResult], None] | None:
     """In a notebook, a display that `live_table` replaces after every run; elsewhere None."""
     try:
         from IPython import get_ipython  # noqa: PLC0415 - optional: only inside IPython
-        from IPython.display import display  # noqa: PLC0415
+        from IPython.display import display  # noqa: PLC0415 - optional: only inside IPython
     except ImportError:
         return None
     if get_ipython() is None:
         return None
-    from IPython.display import HTML  # noqa: PLC0415
+    from IPython.display import HTML  # noqa: PLC0415 - optional: only inside IPython
 
     # a line until the first run is stored (an empty DataFrame would show as an empty table)
     handle = display(HTML(f"<i>{study.name}: each run's rows appear here when it is stored</i>"),

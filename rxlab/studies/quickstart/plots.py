@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, LogLocator
@@ -93,8 +95,6 @@ def png(fig, dpi: int = 130) -> bytes:
     """A figure as PNG bytes: what the "try it" panel's image shows. The panel draws outside pyplot
     (draw_histogram(pyplot=False)): in JupyterLab, a pyplot figure drawn in the run button's callback, right
     after the run, came out as a blank PNG, while the same call from a cell did not."""
-    import io  # noqa: PLC0415
-
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches=None)  # laid out already (constrained): one pass
     return buf.getvalue()
