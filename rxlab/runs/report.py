@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from rxlab import studies
 from rxlab.core import figures
 from rxlab.runs.notebooks import NOTEBOOKS_DIR, Outcome, notebook_index, resolve_notebook, run_notebook
 
@@ -92,7 +93,9 @@ def write_index(figs: str | Path, outcomes: Iterable[Outcome] = (), scale: str |
             lines.append(f"| {stem} | {files} | {_scale(side)} | {side.get('study_id') or ''} | "
                          f"{len(side.get('runs', []))} | {', '.join(side.get('rocksdb_builds') or [])} | {commit} | "
                          f"{pubs} |")
-        tables = sorted((figs / "tables").glob(f"{nb.study}_*.md")) if nb.study else []
+        # by the study's own table names: a prefix would also take io_efficiency_tuning's for io_efficiency
+        names = studies.get(nb.study).tables if nb.study else ()
+        tables = [t for t in (figs / "tables" / f"{nb.study}_{n}.md" for n in names) if t.is_file()]
         if tables:
             lines += ["", "Tables (LaTeX, Markdown, CSV): " + ", ".join(
                 f"[{t.stem}](tables/{t.stem}.tex) ([md](tables/{t.name}), [csv](tables/{t.stem}.csv))"

@@ -21,6 +21,7 @@ from rxlab.core import archive, store
 from rxlab.core.paths import REPO
 from rxlab.runs import export as exporting
 from rxlab.runs import figures as saved
+from rxlab.runs.report import write_index
 from rxlab.studies.backends import STUDY
 
 pytestmark = pytest.mark.timeout(300)
@@ -156,3 +157,14 @@ def test_import_refuses_a_file_that_is_not_an_archive(tmp_path):
     bad.write_text("not a tar")
     with pytest.raises(ValueError, match="not an rxlab archive"):
         archive.import_archive(bad, tmp_path / "store")
+
+
+def test_the_index_lists_a_studys_own_tables_not_those_of_a_study_whose_name_begins_with_it(tmp_path):
+    (tmp_path / "tables").mkdir()
+    for stem in ("io_efficiency_fio", "io_efficiency_tuning_configs"):
+        (tmp_path / "tables" / f"{stem}.md").write_text("| a |\n| --- |\n| 1 |\n")
+    text = write_index(tmp_path).read_text()
+    ioeff = text.split("## 10_io_efficiency", 1)[1].split("\n## ", 1)[0]
+    tuning = text.split("## 15_raising_io_efficiency", 1)[1].split("\n## ", 1)[0]
+    assert "io_efficiency_fio" in ioeff and "io_efficiency_tuning_configs" not in ioeff
+    assert "io_efficiency_tuning_configs" in tuning
