@@ -96,9 +96,11 @@ def export(dest: str | os.PathLike, names: Iterable[str] | None = None, *, study
         sides[n] = figures.read_sidecar(n, src)
         done["figures"].append(n)
     study_names = {s.get("study") for s in sides.values() if s.get("study")}
+    # by each study's own table names: a prefix would also take io_efficiency_tuning's for io_efficiency
+    stems = {f"{s}_{n}" for s in study_names if s in studies.names() for n in studies.get(s).tables}
     tables = src / "tables"
     for t in sorted(tables.glob("*")) if tables.is_dir() else []:
-        if any(t.name.startswith(f"{s}_") for s in study_names):
+        if t.stem in stems:
             (dest / "tables").mkdir(exist_ok=True)
             shutil.copy2(t, dest / "tables" / t.name)
             done["tables"].append(t.name)
