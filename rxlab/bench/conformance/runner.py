@@ -302,7 +302,7 @@ def run_suites(suites: list[str], engines: list[str], *, jobs: int = 2, test_tim
             seconds[f"{u.suite.name}|{u.config}"] += u.seconds
         summary = {
             "rocksdb": {k: rec.get(k) for k in ("version", "key", "compiler_version", "build_type",
-                                                 "build_seconds", "added", "tests")},
+                                                 "build_seconds", "added", "tests", "cmake_flags")},
             "debug_build": str(prefix), "plugin": str(plugin), "engines": engines, "suites": suites,
             "jobs": jobs, "test_filter": test_filter, "full": full,
             "left_out": {} if full else {s: f"{SUITES[s].heavy}: {SUITES[s].heavy_why}"
