@@ -96,9 +96,17 @@ def test_remove_deletes_a_build_and_its_module_but_not_the_installed_one(cache):
 
 
 def test_remove_refuses_the_installed_modules_build(monkeypatch):
-    monkeypatch.delenv("RXLAB_CACHE", raising=False)
+    # The cache the installed module's build is in, whatever RXLAB_CACHE says: with the default
+    # cache this test once deleted a build of the same key there, one the module did not use.
+    installed = builds.installed_build()
+    monkeypatch.setenv("RXLAB_CACHE", str(installed.parent.parent))
+
+    def refuse(path, *a, **k):
+        raise AssertionError(f"remove() deleted {path}")
+    monkeypatch.setattr(builds.shutil, "rmtree", refuse)
     with pytest.raises(builds.BuildError, match="is the one rxlab's installed module uses"):
-        builds.remove(builds.installed_build().name)
+        builds.remove(installed.name)
+    assert (installed / "lib").is_dir()
 
 
 def test_get_build_names_the_builds_there_are(cache):
