@@ -47,7 +47,10 @@ SUITES = {s.name: s for s in (
     Suite("env_basic_test", "the Env/FileSystem API: files, directories, locks, sizes, reads and writes",
           engine_filter="CustomEnv/*", control_filter="EnvDefault/*", seconds=1),
     Suite("db_basic_test", "open, get, put, multiget, snapshots, iterators over many option configurations "
-          "(PlainTable with mmap reads among them)", shards=2, seconds=240),
+          "(PlainTable with mmap reads among them)", shards=2, seconds=90,
+          heavy="DBBasicTestDeadline/DBBasicTestDeadline.IteratorDeadline/*",
+          heavy_why="3 parameterized cases iterating under RocksDB's delay-injecting DeadlineFS wrapped "
+          "around the engine, half the suite's time (95 s per configuration)"),
     Suite("db_io_failure_test", "IO errors injected under the DB: ENOSPC, failed syncs, dropped writes",
           seconds=60),
     Suite("db_wal_test", "the WAL: recovery, recycling (ReuseWritableFile), preallocation, truncation, "
