@@ -128,21 +128,58 @@ PYBIND11_MODULE(_core, m) {
       for (const auto* list : {&rxlab::CommonOptions(), &e->options})
         for (const rxlab::OptionDef& o : *list) opts[o.name] = py::make_tuple(o.default_value, o.help);
       d["options"] = opts;
+      d["rocksdb"] = !e->owns_fd_only;
       out.append(d);
     }
     return out;
-  }, "The rxlab engines with their options: (default, help) by name.");
+  }, "The rxlab engines with their options: (default, help) by name; rocksdb: usable under RocksDB.");
+
+  m.def("backends", [] {
+    py::list out;
+    out.append(rxlab::Config::kDefaultFs);
+    for (const rxlab::EngineDef* e : rxlab::Engines())
+      if (!e->owns_fd_only) out.append(e->name);
+    return out;
+  }, "The backends a RocksDB comparison runs on, in registry order: 'default' (RocksDB's own "
+     "file system), then every rxlab engine RocksDB can use.");
 
   m.def("parse_uri", [](const std::string& uri) {
     rxlab::Config cfg;
     std::string err;
-    if (!rxlab::ParseUri(uri, &cfg, &err)) throw rxlab::InputError(err);
+    if (!rxlab::ParseBackend(uri, &cfg, &err)) throw rxlab::InputError(err);
     py::dict d;
     d["engine"] = cfg.engine;
     d["uri"] = cfg.Uri();
+    d["label"] = cfg.Label();
     d["options"] = cfg.values;
+    std::map<std::string, std::string> set;
+    for (const auto& [k, v] : cfg.values)
+      if (cfg.defaults.at(k) != v) set[k] = v;
+    d["set"] = set;
+    d["is_default"] = cfg.is_default_fs();
     return d;
-  }, py::arg("uri"), "Validate an rxlab URI; ValueError with a one-line reason if bad.");
+  }, py::arg("uri"),
+     "Take a backend apart: 'posix', 'rxlab://io_uring?sqpoll=1', 'default', 'default?io_uring=1'. "
+     "ValueError with a one-line reason if bad.");
+
+  m.def("format_uri", [](const std::string& engine, const py::object& options, bool prefix) {
+    std::string s = engine;
+    char sep = engine.find('?') == std::string::npos ? '?' : '&';
+    if (!options.is_none()) {
+      for (auto [k, v] : py::cast<py::dict>(options)) {
+        std::string val = py::isinstance<py::bool_>(v) ? (v.cast<bool>() ? "1" : "0")
+                                                       : py::str(v).cast<std::string>();
+        s += sep + py::str(k).cast<std::string>() + "=" + val;
+        sep = '&';
+      }
+    }
+    rxlab::Config cfg;
+    std::string err;
+    if (!rxlab::ParseBackend(s, &cfg, &err)) throw rxlab::InputError(err);
+    return prefix ? cfg.Uri() : cfg.Label();
+  }, py::arg("engine"), py::arg("options") = py::none(), py::arg("prefix") = true,
+     "The canonical URI of an engine (or a URI) with options: options equal to their defaults "
+     "dropped, the rest in name order; True/False as 1/0. ValueError with a one-line reason if bad.");
 
   py::class_<PyDatabase, std::shared_ptr<PyDatabase>>(m, "DB")
       .def(py::init([](const std::string& path, const std::string& backend,

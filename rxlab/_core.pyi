@@ -9,10 +9,24 @@ rocksdb_build: str
 class RocksDBError(RuntimeError): ...
 
 def engines() -> list[dict[str, Any]]:
-    """Each engine: name, help, options {name: (default, help)}."""
+    """Each engine: name, help, options {name: (default, help)}, rocksdb (usable under RocksDB)."""
+
+def backends() -> list[str]:
+    """The backends a RocksDB comparison runs on, in registry order: 'default' (RocksDB's own
+    file system), then every rxlab engine RocksDB can use."""
 
 def parse_uri(uri: str) -> dict[str, Any]:
-    """Validate an rxlab URI; ValueError with a one-line reason if bad."""
+    """Take a backend apart: 'posix', 'rxlab://io_uring?sqpoll=1', 'default', 'default?io_uring=1'.
+
+    Returns engine, uri (canonical: 'rxlab://io_uring?sqpoll=1'; 'default?io_uring=1'), label (the
+    same without 'rxlab://'), options (every declared option, defaulted, as strings), set (the
+    options that differ from their defaults) and is_default (RocksDB's own file system). ValueError
+    with a one-line reason if bad."""
+
+def format_uri(engine: str, options: dict[str, Any] | None = None, prefix: bool = True) -> str:
+    """The canonical URI of an engine (or a URI) with options: options equal to their defaults
+    dropped, the rest in name order; True/False as 1/0. prefix=False gives the label
+    ('io_uring?sqpoll=1'). ValueError with a one-line reason if bad."""
 
 def tick_clock(sleep_ms: float = 20.0) -> dict[str, Any]:
     """The counters' clock (source "tsc" or "clock_gettime", ns_per_tick) and one sleep of sleep_ms

@@ -12,16 +12,14 @@ void Check(const rocksdb::Status& s, const char* what) {
 Backend MakeBackend(const std::string& spec) {
   Backend b;
   b.spec = spec;
-  if (spec == "default" || spec.rfind("default?", 0) == 0) {
-    std::string q = spec.size() > 8 ? spec.substr(8) : "";
-    if (!q.empty() && q != "io_uring=0" && q != "io_uring=1")
-      throw InputError("backend '" + spec +
-                       "': the default file system takes only io_uring=0 or io_uring=1");
-    b.default_io_uring = q == "io_uring=1";
+  Config cfg;
+  std::string err;
+  if (!ParseBackend(spec, &cfg, &err)) throw InputError("backend '" + spec + "': " + err);
+  if (cfg.is_default_fs()) {
+    b.default_io_uring = cfg.Bool("io_uring");
     b.fs = rocksdb::FileSystem::Default();
     return b;
   }
-  std::string err;
   b.rxfs = RxFileSystem::Create(spec, &err);
   if (!b.rxfs) throw InputError("backend '" + spec + "': " + err);
   b.fs = b.rxfs;

@@ -107,8 +107,16 @@ class Config {
   int64_t Int(const std::string& key) const;
   double Double(const std::string& key) const;
   bool Bool(const std::string& key) const;
-  std::string Uri() const;  // canonical form, non-default options only
+  // Canonical form: the options that differ from their defaults, in name
+  // order. "rxlab://ENGINE?k=v&k=v"; RocksDB's own file system is "default"
+  // or "default?io_uring=1" (no prefix: it is not an rxlab URI).
+  std::string Uri() const;
+  // The same without "rxlab://": "posix", "io_uring?sqpoll=1", "default".
+  std::string Label() const;
+  bool is_default_fs() const { return engine == kDefaultFs; }
   std::map<std::string, std::string> defaults;
+
+  static constexpr const char* kDefaultFs = "default";
 };
 
 struct EngineDef {
@@ -137,6 +145,15 @@ const std::vector<OptionDef>& CommonOptions();
 // On error returns false and a one-line message naming the bad part and what
 // is allowed.
 bool ParseUri(const std::string& uri, Config* cfg, std::string* err);
+
+// ParseUri, and also RocksDB's own file system: "default" or
+// "default?io_uring=0|1" (whether RocksDbIOUringEnable() answers true), as
+// Config engine "default" with the one option io_uring. The one place where a
+// backend string is taken apart (the Python module and the driver use it).
+bool ParseBackend(const std::string& uri, Config* cfg, std::string* err);
+
+// The options of the "default" backend.
+const std::vector<OptionDef>& DefaultFsOptions();
 
 // Monotonic clock in nanoseconds.
 uint64_t NowNs();

@@ -123,8 +123,10 @@ int64_t Config::Int(const std::string& key) const { return strtoll(Str(key).c_st
 double Config::Double(const std::string& key) const { return strtod(Str(key).c_str(), nullptr); }
 bool Config::Bool(const std::string& key) const { return Int(key) != 0; }
 
-std::string Config::Uri() const {
-  std::string u = "rxlab://" + engine;
+std::string Config::Uri() const { return is_default_fs() ? Label() : "rxlab://" + Label(); }
+
+std::string Config::Label() const {
+  std::string u = engine;
   char sep = '?';
   for (const auto& [k, v] : values) {
     auto d = defaults.find(k);
@@ -157,6 +159,7 @@ Kind KindOf(const std::string& name) {
   if (name.rfind("fault_", 0) == 0 && name != "fault_seed") return Kind::kProb;
   if (name == "enospc_after") return Kind::kInt;
   if (name == "counters" || name == "powerloss" || name == "sqpoll" || name == "iopoll" ||
+      name == "io_uring" ||
       name == "registered_files" || name == "fixed_buffers")
     return Kind::kBool;
   return Kind::kNonNegInt;
@@ -195,22 +198,25 @@ bool CheckValue(const std::string& k, const std::string& v, std::string* err) {
 
 }  // namespace
 
-bool ParseUri(const std::string& uri, Config* cfg, std::string* err) {
+namespace {
+
+// "rxlab://NAME?QUERY" (prefix optional) into NAME and QUERY.
+void SplitUri(const std::string& uri, std::string* name, std::string* query) {
   std::string rest = uri;
   const std::string prefix = "rxlab://";
   if (rest.rfind(prefix, 0) == 0) rest = rest.substr(prefix.size());
-  std::string name = rest.substr(0, rest.find('?'));
-  std::string query = rest.size() > name.size() ? rest.substr(name.size() + 1) : "";
-  const EngineDef* def = FindEngine(name);
-  if (def == nullptr) {
-    *err = "unknown engine '" + name + "' in '" + uri + "': allowed are " + AllowedEngines() +
-           " (RocksDB's own file system is 'default')";
-    return false;
-  }
+  *name = rest.substr(0, rest.find('?'));
+  *query = rest.size() > name->size() ? rest.substr(name->size() + 1) : "";
+}
+
+// Fill cfg->values from the declared options' defaults, then from the query.
+bool ParseOptions(const std::string& uri, const std::string& name, const std::string& query,
+                  std::initializer_list<const std::vector<OptionDef>*> lists, Config* cfg,
+                  std::string* err) {
   cfg->engine = name;
   cfg->values.clear();
   std::string allowed;
-  for (const auto* list : {&CommonOptions(), &def->options})
+  for (const auto* list : lists)
     for (const OptionDef& o : *list) {
       cfg->values[o.name] = o.default_value;
       allowed += (allowed.empty() ? "" : ", ") + std::string(o.name);
@@ -233,6 +239,37 @@ bool ParseUri(const std::string& uri, Config* cfg, std::string* err) {
     if (!CheckValue(k, v, err)) return false;
     cfg->values[k] = v;
   }
+  return true;
+}
+
+}  // namespace
+
+const std::vector<OptionDef>& DefaultFsOptions() {
+  static const std::vector<OptionDef> opts = {
+      {"io_uring", "0",
+       "RocksDbIOUringEnable() answers 1: RocksDB's posix file system batches MultiRead and ReadAsync "
+       "through its own io_uring"},
+  };
+  return opts;
+}
+
+bool ParseBackend(const std::string& uri, Config* cfg, std::string* err) {
+  std::string name, query;
+  SplitUri(uri, &name, &query);
+  if (name != Config::kDefaultFs) return ParseUri(uri, cfg, err);
+  return ParseOptions(uri, name, query, {&DefaultFsOptions()}, cfg, err);
+}
+
+bool ParseUri(const std::string& uri, Config* cfg, std::string* err) {
+  std::string name, query;
+  SplitUri(uri, &name, &query);
+  const EngineDef* def = FindEngine(name);
+  if (def == nullptr) {
+    *err = "unknown engine '" + name + "' in '" + uri + "': allowed are " + AllowedEngines() +
+           " (RocksDB's own file system is 'default')";
+    return false;
+  }
+  if (!ParseOptions(uri, name, query, {&CommonOptions(), &def->options}, cfg, err)) return false;
   if (cfg->Int("depth") < 1 || cfg->Int("depth") > 4096) {
     *err = "option depth=" + cfg->Str("depth") + " must be between 1 and 4096";
     return false;

@@ -794,6 +794,53 @@ def test_parse_uri_good():
     assert rxlab.parse_uri("posix?buffer_align=0")["uri"] == "rxlab://posix?buffer_align=0"
     # ENGINES are those RocksDB runs on; sync (lseek + read) serves rxlab fio only
     assert {e["name"] for e in rxlab.engines()} == {*ENGINES, "sync"}
+    assert {e["name"] for e in rxlab.engines() if e["rocksdb"]} == set(ENGINES)
+
+
+def test_uri_one_parser_for_every_spelling():
+    """A backend is taken apart in one place (the C++ registry): the bare name,
+    the rxlab:// URI and RocksDB's own file system all parse, with one
+    canonical form (defaults dropped, options in name order) and one label."""
+    for spelling in ("posix", "rxlab://posix", "posix?depth=64", "rxlab://posix?counters=1&"):
+        d = rxlab.parse_uri(spelling)
+        assert (d["engine"], d["uri"], d["label"], d["set"], d["is_default"]) == \
+            ("posix", "rxlab://posix", "posix", {}, False), (spelling, d)
+    d = rxlab.parse_uri("io_uring?sqpoll=1&delay_us=100&registered_files=0")
+    assert d["uri"] == "rxlab://io_uring?delay_us=100&sqpoll=1"
+    assert d["label"] == "io_uring?delay_us=100&sqpoll=1"
+    assert d["set"] == {"delay_us": "100", "sqpoll": "1"}
+    for spelling, label in (("default", "default"), ("default?io_uring=0", "default"),
+                            ("default?io_uring=1", "default?io_uring=1"),
+                            ("rxlab://default?io_uring=1", "default?io_uring=1")):
+        d = rxlab.parse_uri(spelling)
+        assert d["engine"] == "default" and d["is_default"], d
+        assert d["uri"] == d["label"] == label, (spelling, d)  # not an rxlab:// URI
+    with pytest.raises(ValueError, match="io_uring='2'"):
+        rxlab.parse_uri("default?io_uring=2")
+    with pytest.raises(ValueError, match="unknown option 'sqpoll'"):
+        rxlab.parse_uri("default?sqpoll=1")
+
+
+def test_format_uri_canonical():
+    """format_uri builds what parse_uri reads back: canonical order, defaults
+    dropped, booleans as 1/0, a URI's own options merged (the later wins)."""
+    assert rxlab._core.format_uri("posix") == "rxlab://posix"
+    assert rxlab._core.format_uri("io_uring", {"sqpoll": True, "registered_files": False, "depth": 32}) == \
+        "rxlab://io_uring?depth=32&sqpoll=1"
+    assert rxlab._core.format_uri("rxlab://io_uring?sqpoll=1", {"delay_us": 50}, prefix=False) == \
+        "io_uring?delay_us=50&sqpoll=1"
+    assert rxlab._core.format_uri("io_uring?sqpoll=1", {"sqpoll": 0}) == "rxlab://io_uring"
+    assert rxlab._core.format_uri("default", {"io_uring": 1}) == "default?io_uring=1"
+    assert rxlab._core.format_uri("default", {"io_uring": False}) == "default"
+    for engine in rxlab._core.backends():
+        uri = rxlab._core.format_uri(engine)
+        assert rxlab.parse_uri(uri)["uri"] == uri
+    assert rxlab._core.backends() == ["default", *[e["name"] for e in rxlab.engines() if e["rocksdb"]]]
+    with pytest.raises(ValueError) as ei:
+        rxlab._core.format_uri("posix", {"sqpoll": 1})
+    assert "sqpoll" in str(ei.value) and "\n" not in str(ei.value)
+    with pytest.raises(ValueError, match="nosuch"):
+        rxlab._core.format_uri("nosuch")
 
 
 def test_closed_db_raises(tmp_path):
