@@ -48,7 +48,7 @@ void RunJob(const RawIoSpec& s, const Config& cfg, int job, uint64_t file_size, 
   int depth = std::min(s.iodepth, e->Depth());
   std::vector<Slot> slots(static_cast<size_t>(depth));
   // Every slot's buffer starts on a page, whatever bs is: where a buffer sits in its page
-  // changes a read's cost (see rxfs.cc on buffer_align).
+  // changes a read's cost (see read_file.cc on buffer_align).
   const size_t stride = (s.bs + 4095) / 4096 * 4096;
   char* bufs = nullptr;
   if (posix_memalign(reinterpret_cast<void**>(&bufs), 4096, stride * static_cast<size_t>(depth)) != 0) {

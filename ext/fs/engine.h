@@ -2,8 +2,9 @@
 // struct ioengine_ops: queue a request, commit what is queued, reap
 // completions, cancel. A synchronous engine (posix) does the IO inside
 // Queue() and answers kCompleted; the others answer kQueued and complete in
-// Reap(). The RocksDB adapter (rxfs.cc) turns Read, MultiRead, ReadAsync/Poll
-// and the write calls into these operations once, for every engine.
+// Reap(). The RocksDB adapter (executor.h and the file classes of files.h)
+// turns Read, MultiRead, ReadAsync/Poll and the write calls into these
+// operations once, for every engine.
 //
 // Adding an engine: a new file that defines one EngineDef, plus one line in
 // engines.cc (and the file in CMakeLists.txt's rxfs list).

@@ -3,7 +3,7 @@
 // the semantics of its posix file system (env/io_posix.cc: PosixMmapReadableFile
 // and PosixMmapFile). Their bytes move by page faults and memcpy, not by
 // requests an engine could queue, so they are written once, here, beside the
-// adapter (rxfs.cc), and no engine is involved. A mapped read hands RocksDB a
+// adapter (files.h), and no engine is involved. A mapped read hands RocksDB a
 // pointer into the mapping (its scratch buffer may be null): a reader that
 // relies on that gets "Bad address" from any pread-based file.
 //

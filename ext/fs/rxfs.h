@@ -106,9 +106,11 @@ class RxFileSystem : public rocksdb::FileSystemWrapper {
   bool AutoPageAlign() const { return hot_.buffer_align == kBufferAlignAuto; }
 
  private:
-  template <typename File, typename Base>
+  template <typename Base>
+  using MakeFile = std::unique_ptr<Base> (*)(RxFileSystem*, std::string, int, bool);
+  template <typename Base>
   rocksdb::IOStatus OpenReadable(const std::string& f, const rocksdb::FileOptions& o,
-                                 std::unique_ptr<Base>* r);
+                                 MakeFile<Base> make, std::unique_ptr<Base>* r);
   // How a writable file is opened, as RocksDB's posix file system does:
   // kCreate truncates; kReopen appends after what the file holds; kReuse (a
   // recycled WAL, already renamed) writes over it from offset 0.

@@ -1,0 +1,24 @@
+// The file classes of the RocksDB adapter, one file each: random-access
+// reads with async reads (read_file.cc), sequential reads (seq_file.cc) and
+// writes (write_file.cc). rxfs.cc opens the descriptor and hands it over.
+#pragma once
+
+#include <rocksdb/file_system.h>
+
+#include <memory>
+#include <string>
+
+#include "rxfs.h"
+
+namespace rxlab {
+
+std::unique_ptr<rocksdb::FSRandomAccessFile> MakeRandomAccessFile(RxFileSystem* fs, std::string name,
+                                                                  int fd, bool direct);
+std::unique_ptr<rocksdb::FSSequentialFile> MakeSequentialFile(RxFileSystem* fs, std::string name, int fd,
+                                                              bool direct);
+// size: where the first append goes (a reopened file's length).
+std::unique_ptr<rocksdb::FSWritableFile> MakeWritableFile(RxFileSystem* fs, std::string name, int fd,
+                                                          bool direct, uint64_t size,
+                                                          const rocksdb::FileOptions& o);
+
+}  // namespace rxlab

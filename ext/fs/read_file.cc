@@ -1,0 +1,323 @@
+// Random-access reads: Read (one request), MultiRead (a batch kept in flight
+// together), ReadAsync with the file system's Poll and AbortIO.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "executor.h"
+#include "files.h"
+
+namespace rxlab {
+
+using rocksdb::FileOptions;
+using rocksdb::FSRandomAccessFile;
+using rocksdb::FSReadRequest;
+using rocksdb::FSSequentialFile;
+using rocksdb::FSWritableFile;
+using rocksdb::IODebugContext;
+using rocksdb::IOOptions;
+using rocksdb::IOStatus;
+using rocksdb::Slice;
+
+namespace {
+
+class RxRandomAccessFile final : public FSRandomAccessFile {
+ public:
+  RxRandomAccessFile(RxFileSystem* fs, std::string name, int fd, bool direct)
+      : fs_(fs),
+        name_(std::move(name)),
+        fd_(fd),
+        direct_(direct),
+        faults_(fs->FaultsApply(name_)),
+        logical_(direct ? LogicalBlockSize(fd) : kAlign),
+        align_(direct ? fs->DirectAlignment(fd) : kAlign),
+        learning_(direct && fs->AutoPageAlign() && align_.load() < kAlign) {
+    slot_ = fs_->AllocSlot(&file_id_);
+  }
+  ~RxRandomAccessFile() override {
+    fs_->FreeSlot(slot_, file_id_);
+    close(fd_);
+  }
+
+  RXLAB_HOT IOStatus Read(uint64_t offset, size_t n, const IOOptions&, Slice* result, char* scratch,
+                          IODebugContext*) const override {
+    ThreadState* ts = fs_->State();
+    Engine* e = ts->SyncEngine(direct_);
+    if (!e) return IOStatus::IOError("rxlab " + fs_->config().engine + ": " + ts->error);
+    Job j;
+    Prep(&j, offset, n, scratch);
+    int rc = ts->RunOne(e, &j);
+    if (rc < 0) return ErrnoStatus("read", name_, -rc);
+    if (j.err) {
+      *result = Slice(scratch, 0);
+      return ErrnoStatus("read", name_, static_cast<int>(-j.err));
+    }
+    *result = Slice(scratch, j.done);
+    return IOStatus::OK();
+  }
+
+  IOStatus MultiRead(FSReadRequest* reqs, size_t num, const IOOptions&,
+                     IODebugContext*) override {
+    ThreadState* ts = fs_->State();
+    Engine* e = ts->SyncEngine(direct_);
+    if (!e) return IOStatus::IOError("rxlab " + fs_->config().engine + ": " + ts->error);
+    ts->counters->Add(kEv_multireads);
+    ts->counters->Add(kEv_multiread_reqs, num);
+    std::vector<Job> jobs(num);
+    std::vector<Job*> ptrs(num);
+    for (size_t i = 0; i < num; i++) {
+      Prep(&jobs[i], reqs[i].offset, reqs[i].len, reqs[i].scratch);
+      ptrs[i] = &jobs[i];
+    }
+    int rc = ts->RunJobs(e, ptrs.data(), static_cast<int>(num));
+    if (rc < 0) return ErrnoStatus("multiread", name_, -rc);
+    for (size_t i = 0; i < num; i++) {
+      reqs[i].result = Slice(reqs[i].scratch, jobs[i].err ? 0 : jobs[i].done);
+      reqs[i].status = jobs[i].err ? ErrnoStatus("read", name_, static_cast<int>(-jobs[i].err))
+                                   : IOStatus::OK();
+    }
+    return IOStatus::OK();
+  }
+
+  IOStatus ReadAsync(FSReadRequest& req, const IOOptions&, AsyncCallback cb, void* cb_arg,
+                     void** io_handle, rocksdb::IOHandleDeleter* del_fn,
+                     IODebugContext*) override {
+    ThreadState* ts = fs_->State();
+    Engine* e = direct_ || !fs_->hot().iopoll ? ts->AsyncEngine() : ts->SyncEngine(false);
+    if (!e) return IOStatus::IOError("rxlab " + fs_->config().engine + ": " + ts->error);
+    ts->counters->Add(kEv_read_async);
+    auto* h = new AsyncHandle;
+    h->cb = std::move(cb);
+    h->cb_arg = cb_arg;
+    h->ts = ts;
+    Prep(&h->job, req.offset, req.len, req.scratch);
+    h->job.handle = h;
+    *io_handle = h;
+    *del_fn = [](void* p) { delete static_cast<AsyncHandle*>(p); };
+    if (e->synchronous()) {
+      // A synchronous engine reads now (serving any delay now); the
+      // callback is delivered by Poll, as for the others.
+      Job* p = &h->job;
+      int rc = ts->RunJobs(e, &p, 1);
+      if (rc < 0) h->job.err = rc;
+      h->job.finished = true;
+      ts->counters->Add(kEv_async_completed);
+      return IOStatus::OK();
+    }
+    h->job.start_ns = MonoNs();
+    h->job.deadline_ns = ts->Deadline(h->job.start_ns);
+    for (;;) {
+      QueueResult q = e->Queue(&h->job.io);
+      if (q == QueueResult::kQueued) break;
+      // Ring full of earlier async reads: let Poll's machinery make room.
+      PumpAsync(ts, e, true);
+    }
+    h->in_engine = true;
+    ts->async_inflight.push_back(h);
+    int rc = e->Commit(0);
+    if (rc < 0) return ErrnoStatus("read_async submit", name_, -rc);
+    return IOStatus::OK();
+  }
+
+  IOStatus Prefetch(uint64_t offset, size_t n, const IOOptions&, IODebugContext*) override {
+    if (direct_) return IOStatus::OK();
+    ThreadState* ts = fs_->State();
+    SyscallTimer t(ts->counters.get(), kSys_readahead);
+    if (readahead(fd_, static_cast<off64_t>(offset), n) != 0)
+      return ErrnoStatus("readahead", name_, errno);
+    return IOStatus::OK();
+  }
+
+  void Hint(AccessPattern pattern) override {
+    if (direct_) return;
+    int advice = POSIX_FADV_NORMAL;
+    switch (pattern) {
+      case kNormal: advice = POSIX_FADV_NORMAL; break;
+      case kRandom: advice = POSIX_FADV_RANDOM; break;
+      case kSequential: advice = POSIX_FADV_SEQUENTIAL; break;
+      case kWillNeed: advice = POSIX_FADV_WILLNEED; break;
+      case kWontNeed: advice = POSIX_FADV_DONTNEED; break;
+    }
+    SyscallTimer t(fs_->State()->counters.get(), kSys_fadvise64);
+    posix_fadvise(fd_, 0, 0, advice);
+  }
+
+  IOStatus InvalidateCache(size_t offset, size_t length) override {
+    if (direct_) return IOStatus::OK();
+    SyscallTimer t(fs_->State()->counters.get(), kSys_fadvise64);
+    int r = posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length),
+                          POSIX_FADV_DONTNEED);
+    return r == 0 ? IOStatus::OK() : ErrnoStatus("fadvise", name_, r);
+  }
+
+  RXLAB_HOT bool use_direct_io() const override { return direct_; }
+  RXLAB_HOT size_t GetRequiredBufferAlignment() const override {
+    return align_.load(std::memory_order_relaxed);
+  }
+
+  // Reap completions of this thread's async ring; finished reads get their
+  // callback unless aborted. block: wait for at least one event.
+  static void PumpAsync(ThreadState* ts, Engine* e, bool block);
+
+ private:
+  RXLAB_HOT void Prep(Job* j, uint64_t off, size_t n, char* buf) const {
+    j->Init(Op::kRead, fd_, slot_, file_id_, off, n, buf);
+    j->direct = direct_;
+    j->align = logical_;  // what the kernel requires of a resubmitted remainder
+    j->faults = faults_;
+    if (learning_.load(std::memory_order_relaxed)) Learn(off);
+  }
+
+  // buffer_align=auto. RocksDB allocates an O_DIRECT read's buffer with the
+  // alignment the file asks (the logical block size, 512 here), so whether an
+  // 8 KiB buffer spans 2 pages or 3 is up to malloc, process by process, and
+  // the third page costs every read (here 5-10% fewer reads per second, in
+  // bench-backends' posix against posix?buffer_align=0). Asking a page would
+  // also round every read's offset and end to a page, reading more for blocks
+  // that are not page-aligned. So a file asks a page only once its reads show
+  // that this costs nothing: kPageStreak reads in a row at page offsets, as
+  // every data block of a block_align SST is (otherwise 1 in 8 is). RocksDB
+  // reads the alignment afresh on each read, and any page multiple is still
+  // a multiple of the logical block size, so switching mid-life is safe.
+  static constexpr int kPageStreak = 16;
+  void Learn(uint64_t off) const {
+    if (off % kAlign != 0) {
+      streak_.store(0, std::memory_order_relaxed);
+      return;
+    }
+    if (streak_.fetch_add(1, std::memory_order_relaxed) + 1 < kPageStreak) return;
+    if (learning_.exchange(false)) {
+      align_.store(kAlign, std::memory_order_relaxed);
+      fs_->State()->counters->Add(kEv_page_aligned_files);
+    }
+  }
+
+  RxFileSystem* fs_;
+  std::string name_;
+  int fd_;
+  bool direct_;
+  bool faults_;
+  size_t logical_;
+  mutable std::atomic<size_t> align_;
+  mutable std::atomic<bool> learning_;
+  mutable std::atomic<int> streak_{0};
+  int slot_ = -1;
+  uint64_t file_id_ = 0;
+};
+
+void DeliverAsync(ThreadState* ts, AsyncHandle* h) {
+  h->job.finished = true;
+  if (h->aborted) return;
+  ts->counters->Add(kEv_async_completed);
+  if (h->job.io.op == Op::kRead && !h->job.err) {
+    ts->counters->Add(kEv_reads);
+    ts->counters->Add(kEv_read_bytes, h->job.done);
+    if (ts->counters->enabled) ts->counters->read_latency.Add(MonoNs() - h->job.start_ns);
+  }
+}
+
+void RxRandomAccessFile::PumpAsync(ThreadState* ts, Engine* e, bool block) {
+  IoReq* out[64];
+  int64_t timeout = block ? -1 : 0;
+  if (!ts->async_held.empty()) {
+    uint64_t first = UINT64_MAX;
+    for (AsyncHandle* h : ts->async_held) first = std::min(first, h->job.deadline_ns);
+    uint64_t now = MonoNs();
+    timeout = first > now ? static_cast<int64_t>(first - now) : 0;
+  }
+  bool any_inflight = false;
+  for (AsyncHandle* h : ts->async_inflight) any_inflight |= h->in_engine;
+  int got = 0;
+  if (any_inflight) {
+    got = e->Reap(block ? 1 : 0, 64, out, timeout);
+    if (got < 0) got = 0;
+  } else if (!ts->async_held.empty() && block) {
+    uint64_t first = UINT64_MAX;
+    for (AsyncHandle* h : ts->async_held) first = std::min(first, h->job.deadline_ns);
+    WaitUntil(first, ts->spin_ns());
+  }
+  for (int k = 0; k < got; k++) {
+    auto* h = static_cast<AsyncHandle*>(static_cast<Job*>(out[k]->job)->handle);
+    if (!h->aborted && !ts->OnAttempt(&h->job)) {
+      h->job.Arm();  // retry or remainder of a short read
+      while (e->Queue(&h->job.io) != QueueResult::kQueued) e->Commit(0);
+      e->Commit(0);
+      continue;
+    }
+    if (h->aborted && h->job.io.res < 0 && h->job.err == 0) h->job.err = h->job.io.res;
+    h->in_engine = false;
+    ts->async_inflight.erase(std::find(ts->async_inflight.begin(), ts->async_inflight.end(), h));
+    if (!h->aborted && h->job.deadline_ns && MonoNs() < h->job.deadline_ns) {
+      ts->counters->Add(kEv_delayed);
+      ts->async_held.push_back(h);
+    } else {
+      DeliverAsync(ts, h);
+    }
+  }
+  uint64_t now = MonoNs();
+  for (size_t i = 0; i < ts->async_held.size();) {
+    AsyncHandle* h = ts->async_held[i];
+    if (h->aborted || h->job.deadline_ns <= now) {
+      ts->async_held[i] = ts->async_held.back();
+      ts->async_held.pop_back();
+      DeliverAsync(ts, h);
+    } else {
+      i++;
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<FSRandomAccessFile> MakeRandomAccessFile(RxFileSystem* fs, std::string name, int fd,
+                                                         bool direct) {
+  return std::make_unique<RxRandomAccessFile>(fs, std::move(name), fd, direct);
+}
+
+rocksdb::IOStatus RxFileSystem::Poll(std::vector<void*>& io_handles, size_t /*min_completions*/) {
+  ThreadState* ts = State();
+  ts->counters->Add(kEv_polls);
+  Engine* e = ts->AsyncEngine();
+  for (void* p : io_handles) {
+    auto* h = static_cast<AsyncHandle*>(p);
+    if (h == nullptr) continue;
+    while (!h->job.finished) RxRandomAccessFile::PumpAsync(ts, e, true);
+    if (!h->callback_done && !h->aborted) {
+      h->callback_done = true;
+      FSReadRequest req;
+      req.offset = h->job.offset;
+      req.len = h->job.len;
+      req.scratch = h->job.base;
+      req.result = Slice(h->job.base, h->job.err ? 0 : h->job.done);
+      req.status = h->job.err ? ErrnoStatus("read_async", "", static_cast<int>(-h->job.err))
+                              : IOStatus::OK();
+      h->cb(req, h->cb_arg);
+    }
+  }
+  return IOStatus::OK();
+}
+
+rocksdb::IOStatus RxFileSystem::AbortIO(std::vector<void*>& io_handles) {
+  ThreadState* ts = State();
+  ts->counters->Add(kEv_aborts);
+  Engine* e = ts->AsyncEngine();
+  bool any = false;
+  for (void* p : io_handles) {
+    auto* h = static_cast<AsyncHandle*>(p);
+    if (h == nullptr || h->job.finished) continue;
+    h->aborted = true;
+    if (h->in_engine) {
+      e->Cancel(&h->job.io);
+      any = true;
+    }
+  }
+  if (any) e->Commit(0);
+  for (void* p : io_handles) {
+    auto* h = static_cast<AsyncHandle*>(p);
+    if (h == nullptr) continue;
+    while (!h->job.finished) RxRandomAccessFile::PumpAsync(ts, e, true);
+    h->callback_done = true;  // an aborted read never calls back
+  }
+  return IOStatus::OK();
+}
+
+}  // namespace rxlab
