@@ -29,7 +29,8 @@ deps:
 	@bash .ci/deps.sh
 
 rocksdb: deps
-	@$(PYTHON) rxlab/core/builds.py build >/dev/null
+	@# -S: the standard library only (no site-packages, so no editable install's import hook)
+	@$(PYTHON) -S -m rxlab.core.builds build >/dev/null
 
 $(VENV)/.deps: pyproject.toml | deps
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)

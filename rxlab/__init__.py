@@ -3,7 +3,9 @@
 The compiled core (`rxlab._core`) opens RocksDB on rxlab's IO backends; the
 Python modules around it run, store, model and plot measurements.
 """
+import importlib as _importlib
 import os as _os
+import sys as _sys
 
 # numpy/scipy's OpenBLAS starts a worker per core that spins after use; on
 # a small machine those threads steal time from the threads being measured
@@ -11,15 +13,9 @@ import os as _os
 for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     _os.environ.setdefault(_v, "1")
 
-# RXLAB_BUILD=<key>: that RocksDB build's compiled module instead of the installed one (rxlab.core.builds).
-from rxlab.core.builds import select_core as _select_core  # noqa: E402
-
-_select_core()
-
-from rxlab._core import DB, Iterator, RocksDBError, engines, parse_uri, rocksdb_version  # noqa: E402
-from rxlab._moved import install as _install_moved  # noqa: E402
-
-_install_moved()  # rxlab 0.1's module paths (rxlab.studies.io_efficiency, rxlab.bench.references, ...), with a DeprecationWarning
+# The compiled module loads on first use (module-level __getattr__ below), so that rxlab.core and
+# rxlab.bench import without it (a machine with no build yet, a docs build, a notebook that only plots).
+_CORE_NAMES = frozenset({"DB", "Iterator", "RocksDBError", "engines", "parse_uri", "rocksdb_version"})
 
 __version__ = "0.1.0"
 
@@ -27,7 +23,7 @@ __all__ = ["DB", "Iterator", "RocksDBError", "__version__", "engines", "explore"
            "rocksdb_version"]
 
 
-def open(path, backend="posix", options="", statistics=False, read_only=False):  # noqa: A001
+def open(path, backend="posix", options="", statistics=False, read_only=False):
     """Open (creating if missing) a RocksDB database at `path` on `backend`.
 
     backend: "default" (RocksDB's own file system), "default?io_uring=1", or
@@ -37,7 +33,7 @@ def open(path, backend="posix", options="", statistics=False, read_only=False): 
     read_only: open an existing DB without its lock (RocksDB's OpenForReadOnly, db_bench's
     --readonly), so other processes can read it at the same time; writes raise RocksDBError.
     """
-    return DB(str(path), backend, options, statistics, read_only)
+    return _load_core().DB(str(path), backend, options, statistics, read_only)
 
 
 def explore(root=None, **kw):
@@ -46,9 +42,25 @@ def explore(root=None, **kw):
     root: the store (None: $RXLAB_RUNS, else data/runs). Keywords: x, y, hue (the plot's columns),
     figures_dir (where its save button writes; None: $RXLAB_FIGURES, else figures/).
     """
-    # Imported by name when called: the package imports none of its layers (each of them imports
+    # Imported by name when called: the package imports none of its layers (each of them may ask for
     # rxlab._core through it, so an import statement here would close a cycle), and `import rxlab` stays
     # light (pandas, seaborn and ipywidgets load only when the explorer is asked for).
-    import importlib  # noqa: PLC0415 - see above: no layer is imported at the top
+    return _importlib.import_module("rxlab.runs.explore").Explorer(root, **kw)
 
-    return importlib.import_module("rxlab.runs.explore").Explorer(root, **kw)
+
+def _load_core():
+    """rxlab._core, loaded once: $RXLAB_BUILD's module (rxlab.core.builds) if set, else the installed one."""
+    core = _sys.modules.get("rxlab._core")
+    if core is None:  # by name, as in explore(): no layer is imported by the package itself
+        _importlib.import_module("rxlab.core.builds").select_core()
+        core = _importlib.import_module("rxlab._core")
+    return core
+
+
+def __getattr__(name):
+    """rxlab._core and its public names, loaded when first asked for (rxlab.DB, `from rxlab import _core`)."""
+    if name == "_core":
+        return _load_core()
+    if name in _CORE_NAMES:
+        return getattr(_load_core(), name)
+    raise AttributeError(f"module 'rxlab' has no attribute {name!r}")

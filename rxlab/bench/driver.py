@@ -28,7 +28,7 @@ import numpy as np
 import yaml
 from tqdm.auto import tqdm  # a notebook shows a widget bar, a terminal a text bar
 
-from rxlab import _core
+import rxlab
 from rxlab.bench import irq as irqs
 from rxlab.bench.fio import CPUS_ALLOWED_POLICIES
 from rxlab.bench.references import Sampler
@@ -297,7 +297,7 @@ def validate(spec: RunSpec) -> None:
         if "iopoll=1" in spec.backend and not (spec.use_direct_reads and spec.use_direct_io_for_flush_and_compaction):
             raise ValueError("iopoll=1 needs O_DIRECT: set use_direct_reads and "
                              "use_direct_io_for_flush_and_compaction")
-        _core.parse_uri(spec.backend)  # ValueError with the reason
+        rxlab._core.parse_uri(spec.backend)  # ValueError with the reason
     db = Path(spec.db)
     why = sysinfo.dir_problem(db)
     if why:
@@ -321,7 +321,7 @@ def validate(spec: RunSpec) -> None:
                          "set use_direct_reads=false and use_direct_io_for_flush_and_compaction=false")
     if not spec.use_existing_db and any(s.get("name") in FILL_STEPS for s in steps):
         need = spec.num * (spec.key_size + spec.value_size) * 1.5
-        free = shutil.disk_usage(sysinfo._existing(db)).free
+        free = shutil.disk_usage(sysinfo.existing_parent(db)).free
         if need > free:
             raise ValueError(f"num={spec.num}: needs about {need / 2**30:.1f} GiB at {db}, "
                              f"only {free / 2**30:.1f} GiB free")
@@ -403,8 +403,8 @@ class Session:
         self.spec = spec
         self.device = sysinfo.device_for_path(spec.db)
         Path(spec.db).mkdir(parents=True, exist_ok=True)
-        self.db = _core.DB(str(spec.db), spec.backend, rocksdb_options(spec, bloom_bits), spec.statistics,
-                           spec.readonly)
+        self.db = rxlab._core.DB(str(spec.db), spec.backend, rocksdb_options(spec, bloom_bits),
+                                 spec.statistics, spec.readonly)
         # Threads started by the run's steps so far (db_bench's total_thread_count_, which seeds
         # the key generators); a reopened DB continues the run's count.
         self.threads_started = 0
@@ -429,7 +429,7 @@ class Session:
         irq = irqs.IrqWindow(self.spec.db)
         wall0 = time.time()
         try:
-            res = _core.run_step(self.db, sspec)
+            res = rxlab._core.run_step(self.db, sspec)
         finally:
             sampler.stop()
         series = merge_series(sampler.timeseries(wall0, time.time()), res)

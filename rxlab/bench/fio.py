@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rxlab import _core
+import rxlab
 from rxlab.bench.irq import IrqWindow
 from rxlab.core import metrics, sysinfo
 from rxlab.core.cpus import affinity, parse_cpus
@@ -113,7 +113,7 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
         raise ValueError(f"rw={rw!r}: allowed are {', '.join(RW)}")
     bs_b, size_b = parse_size(bs), parse_size(size)
     uri = engine_uri(ioengine, engine_options)
-    _core.parse_uri(uri)
+    rxlab._core.parse_uri(uri)
     if runtime <= 0:
         raise ValueError(f"runtime={runtime}: must be > 0 seconds")
     if ramp_time < 0:
@@ -154,12 +154,12 @@ def run(filename, rw: str = "randread", bs="8k", size="2g", direct: bool = True,
             "cpus_split": cpus_allowed_policy == "split", "blockalign": align_b}
     with affinity(cpus):  # the jobs' threads inherit the caller's affinity
         if ramp_time > 0:
-            _core.rawio(**args, runtime=float(ramp_time))
+            rxlab._core.rawio(**args, runtime=float(ramp_time))
         dev = sysinfo.device_for_path(filename)
         d0 = sysinfo.diskstats(dev.disk) if dev.disk else None
         c0 = sysinfo.proc_stat_cpu()
         irq = IrqWindow(filename)
-        res = _core.rawio(**args, runtime=float(runtime))
+        res = rxlab._core.rawio(**args, runtime=float(runtime))
     d1 = sysinfo.diskstats(dev.disk) if dev.disk else None
     c1 = sysinfo.proc_stat_cpu()
     name = f"fio-{ioengine}"

@@ -7,7 +7,7 @@ file system, is not an rxlab engine: it is described here.
 """
 from __future__ import annotations
 
-from rxlab import _core
+import rxlab
 
 # RocksDB's own file system: `default` or `default?io_uring=1` (rxlab.core.params.backend checks them).
 DEFAULT = {
@@ -25,7 +25,7 @@ def engines() -> list[dict]:
 
     Each is {name, help, options: {option: (default, meaning)}}.
     """
-    return [DEFAULT, *_core.engines()]
+    return [DEFAULT, *rxlab._core.engines()]
 
 
 def shared_options(engs: list[dict] | None = None) -> dict[str, tuple[str, str]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rxlab import _core
+import rxlab
 from rxlab.core import sysinfo
 from rxlab.core.units import parse_size
 
@@ -126,7 +126,7 @@ def backend(value, name: str = "backend", allow_delay: bool = False) -> str:
         return b
 
     try:
-        _core.parse_uri(b)
+        rxlab._core.parse_uri(b)
     except ValueError as e:
         fail(name, value, str(e).splitlines()[0] if str(e) else "not a backend")
     return b

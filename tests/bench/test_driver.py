@@ -506,7 +506,7 @@ DB_BENCH_FLAGS = {"key_size": KS, "value_size": VS, "compression_type": "none", 
 def _db_bench() -> Path:
     path = references.db_bench_path()
     if not path.is_file():
-        pytest.skip(f"release db_bench not built at {path}: run `python3 rxlab/core/builds.py build`")
+        pytest.skip(f"release db_bench not built at {path}: run `make rocksdb`")
     return path
 
 

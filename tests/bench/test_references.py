@@ -232,7 +232,7 @@ def test_percentiles_from_bins_equal_fios_own(fio_runs):
 def _db_bench():
     path = references.db_bench_path()
     if not path.is_file():
-        pytest.skip(f"release db_bench not built at {path}: run `python3 rxlab/core/builds.py build`")
+        pytest.skip(f"release db_bench not built at {path}: run `make rocksdb`")
     return path
 
 

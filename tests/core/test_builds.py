@@ -39,7 +39,7 @@ def cache(tmp_path, monkeypatch):
 
 
 def test_keys_name_version_compiler_lto_and_extra_flags():
-    major = builds._compiler("gcc")[2]
+    major = builds.compiler_for("gcc")[2]
     assert builds.build_key("9.10.0", "gcc") == f"9.10.0-gcc{major}"
     assert builds.flags_id("") == "" and builds.flags_id("  ") == ""
     fid = builds.flags_id("-march=native  -fno-plt")
@@ -103,7 +103,7 @@ def test_remove_refuses_the_installed_modules_build(monkeypatch):
 
     def refuse(path, *a, **k):
         raise AssertionError(f"remove() deleted {path}")
-    monkeypatch.setattr(builds.shutil, "rmtree", refuse)
+    monkeypatch.setattr(builds.cache.shutil, "rmtree", refuse)
     with pytest.raises(builds.BuildError, match="is the one rxlab's installed module uses"):
         builds.remove(installed.name)
     assert (installed / "lib").is_dir()
@@ -126,11 +126,11 @@ def test_patches_apply_in_name_order_and_are_recorded_with_their_reason(tmp_path
     src = tmp_path / "src"
     src.mkdir()
     (src / "x.h").write_text("#pragma once\n")
-    monkeypatch.setattr(builds, "PATCH_DIR", tmp_path / "patches")
-    applied = builds._apply_patches(src, "7.8.3", tmp_path / "log")
+    monkeypatch.setattr(builds.source, "PATCH_DIR", tmp_path / "patches")
+    applied = builds.apply_patches(src, "7.8.3", tmp_path / "log")
     assert applied == [{"patch": "0001-cstdint.patch", "reason": "Add the missing <cstdint> include"}]
     assert (src / "x.h").read_text() == "#pragma once\n#include <cstdint>\n"
-    assert builds._apply_patches(src, "9.10.0", tmp_path / "log") == []
+    assert builds.apply_patches(src, "9.10.0", tmp_path / "log") == []
 
 
 def test_every_patch_in_the_repo_has_a_reason():
@@ -150,25 +150,27 @@ def test_rxlab_build_selects_the_module_at_import():
                    "print(rxlab._core.rocksdb_build, active_build())", RXLAB_BUILD=key)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == [str(builds.installed_build())] * 2
-    # a build without a compiled module: refused in one line that says how to compile it
-    r = run_python("import rxlab", RXLAB_BUILD="9.99.0-clang16")
+    # a build without a compiled module: refused when the module is first used (`import rxlab` loads
+    # none), in one line that says how to compile it
+    assert run_python("import rxlab, rxlab.core.metrics", RXLAB_BUILD="9.99.0-clang16").returncode == 0
+    r = run_python("import rxlab; rxlab.engines()", RXLAB_BUILD="9.99.0-clang16")
     assert r.returncode != 0
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: RXLAB_BUILD=9.99.0-clang16: no compiled rxlab module")
     assert "rxlab build-module 9.99.0-clang16" in last
 
 
-def test_the_cli_of_builds_py(cache):
+def test_the_cli_of_the_builds_package(cache):
+    """`python3 -S -m rxlab.core.builds` (the Makefile's and CMake's call: the standard library only)."""
     fake_build(cache, "9.11.2-gcc12")
     env = {**os.environ, "RXLAB_CACHE": str(cache)}
-    r = subprocess.run([sys.executable, str(REPO / "rxlab" / "core" / "builds.py"), "list"], capture_output=True,
-                       text=True, env=env, check=False)
+    cli = [sys.executable, "-S", "-m", "rxlab.core.builds"]
+    r = subprocess.run([*cli, "list"], capture_output=True, text=True, env=env, cwd=REPO, check=False)
     assert r.returncode == 0 and "9.11.2-gcc12" in r.stdout, r.stderr
-    r = subprocess.run([sys.executable, str(REPO / "rxlab" / "core" / "builds.py"), "remove", "nosuch"],
-                       capture_output=True, text=True, env=env, check=False)
+    r = subprocess.run([*cli, "remove", "nosuch"], capture_output=True, text=True, env=env, cwd=REPO,
+                       check=False)
     assert r.returncode == 1 and r.stderr.startswith("rxlab: no build 'nosuch'")
     # `path` is what CMake compiles against: $RXLAB_ROCKSDB, never the build a process selects
-    r = subprocess.run([sys.executable, str(REPO / "rxlab" / "core" / "builds.py"), "path"], capture_output=True,
-                       text=True, env={**env, "RXLAB_BUILD": "9.11.2-gcc12", "RXLAB_ROCKSDB": "/x/y"},
-                       check=False)
+    r = subprocess.run([*cli, "path"], capture_output=True, text=True, cwd=REPO,
+                       env={**env, "RXLAB_BUILD": "9.11.2-gcc12", "RXLAB_ROCKSDB": "/x/y"}, check=False)
     assert r.stdout.strip() == "/x/y"

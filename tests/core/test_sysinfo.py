@@ -55,7 +55,7 @@ def test_mount_matches_mountinfo_longest_prefix():
 
 def test_filesystem_without_block_device():
     d = sysinfo.device_for_path("/proc")
-    assert d.disk is None and d.fstype == "proc"
+    assert d.disk is None and d.fstype == "proc" and d.kind == "no block device (proc)"
     with pytest.raises(ValueError, match="no block device"):
         sysinfo.diskstats(d)
 
@@ -187,6 +187,10 @@ def test_fingerprint(dev):
     else:
         assert fp["cpufreq_governor"] == (cpufreq / "scaling_governor").read_text().strip()
     assert fp["device"]["disk"] == dev.disk and fp["device"]["fstype"] == dev.fstype
+    # the storage a run records: device model and kind, queue scheduler, file system, mount options
+    storage = fp["device"]
+    assert storage["model"] and storage["scheduler"] and storage["mount_options"]
+    assert storage["kind"] == sysinfo.device_kind(dev.disk, dev.rotational) != "unknown"
     assert fp["rocksdb_build"] == {"version": "9.10.0"}
     assert fp["git_commit"] == "unknown" or len(fp["git_commit"]) == 40
     assert fp["python"] == sys.version.split()[0]
@@ -207,10 +211,18 @@ def test_the_fingerprint_sees_the_memory_limit_of_the_process_own_cgroup(tmp_pat
         pytest.skip(support.reason)
     cg = MemoryCgroup(support, f"rxlab-test-{os.getpid()}", 768 << 20)
     try:
-        code = "from rxlab import sysinfo; print(sysinfo.fingerprint()['cgroup_memory_limit'])"
+        code = "from rxlab.core import sysinfo; print(sysinfo.fingerprint()['cgroup_memory_limit'])"
         out = subprocess.run(["sh", "-c", f'echo $$ > {cg.procs_file} && exec "$0" -c "$1"', sys.executable, code],
                              capture_output=True, text=True, timeout=60, check=True).stdout
     finally:
         cg.remove()
     assert int(out) == 768 << 20
     assert sysinfo.fingerprint()["cgroup_memory_limit"] != 768 << 20  # ours is not the child's
+
+
+def test_device_kinds_in_words():
+    assert sysinfo.device_kind("nvme0n1", False) == "NVMe SSD"
+    assert sysinfo.device_kind("vda", True) == "virtio disk (virtual machine)"
+    assert sysinfo.device_kind("sda", True) == "SATA/SCSI HDD"
+    assert sysinfo.device_kind("sdb", False) == "SATA/SCSI SSD"
+    assert sysinfo.device_kind(None, None, "tmpfs") == "no block device (tmpfs)"

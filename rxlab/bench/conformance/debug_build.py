@@ -103,7 +103,7 @@ def debug_build(suites: list[str], version: str | None = None, cc: str | None = 
         print(f"adding {', '.join(need)} to the RocksDB {version} Debug test build (log {log})",
               file=sys.stderr)
         t0 = time.time()
-        builds._ninja_with_progress(["ninja", "-j", str(jobs), *need], bdir, log)
+        builds.ninja_with_progress(["ninja", "-j", str(jobs), *need], bdir, log)
         _install_tests(bdir, prefix, prefix, need)
         rec["tests"] = sorted(have | set(need))
         rec.setdefault("added", []).append({"tests": need, "seconds": round(time.time() - t0)})
@@ -114,7 +114,7 @@ def debug_build(suites: list[str], version: str | None = None, cc: str | None = 
 
 def _full_debug_build(prefix: Path, tree: Path, version: str, cc: str, tests: list[str], *,
                       jobs: int) -> Path:
-    c, cxx, major = builds._compiler(cc)
+    c, cxx, major = builds.compiler_for(cc)
     log = tree / "build.log"
     print(f"building RocksDB {version} Debug with {', '.join(tests)} ({cxx} {major}; about 7 minutes "
           f"on 2 cores and under a minute more per test binary; log {log})", file=sys.stderr)
@@ -122,9 +122,9 @@ def _full_debug_build(prefix: Path, tree: Path, version: str, cc: str, tests: li
     flags = [*DEBUG_CMAKE_FLAGS, f"-DCMAKE_C_COMPILER={c}", f"-DCMAKE_CXX_COMPILER={cxx}"]
     bdir = tree / "build"
     t0 = time.time()
-    builds._run(["cmake", "-S", str(src), "-B", str(bdir), "-G", "Ninja", *flags], "cmake configure (Debug)",
+    builds.run_logged(["cmake", "-S", str(src), "-B", str(bdir), "-G", "Ninja", *flags], "cmake configure (Debug)",
                 log=log)
-    builds._ninja_with_progress(["ninja", "-j", str(jobs), "rocksdb-shared", *tests], bdir, log)
+    builds.ninja_with_progress(["ninja", "-j", str(jobs), "rocksdb-shared", *tests], bdir, log)
     seconds = time.time() - t0
 
     # Installed by hand, as the release build: lib/, include/, bin/, then build.json.
@@ -143,7 +143,7 @@ def _full_debug_build(prefix: Path, tree: Path, version: str, cc: str, tests: li
         shutil.rmtree(prefix)
     tmp.rename(prefix)
     _write_record(prefix, {
-        "version": version, "cc": cc, "compiler": cxx, "compiler_version": builds._full_version(cxx),
+        "version": version, "cc": cc, "compiler": cxx, "compiler_version": builds.full_version(cxx),
         "key": prefix.name, "build_type": "Debug", "cmake_flags": flags, "tests": tests,
         "patches": patches, "source": tarball.name, "jobs": jobs, "tree": str(tree),
         "build_seconds": round(seconds), "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -180,11 +180,11 @@ def plugin_for(prefix: Path, python: str | None = None, jobs: int | None = None)
         bdir.mkdir(parents=True)
     if not (bdir / "build.ninja").is_file():
         print(f"compiling rxlab's plugin against {prefix} (log {log})", file=sys.stderr)
-        builds._run([cmake, "-S", str(builds.REPO), "-B", str(bdir), "-G", "Ninja",
+        builds.run_logged([cmake, "-S", str(builds.REPO), "-B", str(bdir), "-G", "Ninja",
                      f"-DCMAKE_MAKE_PROGRAM={ninja}", "-DCMAKE_BUILD_TYPE=Release",
                      f"-DRXLAB_ROCKSDB={prefix}",
                      f"-DPython_EXECUTABLE={python}", f"-Dpybind11_DIR={r.stdout.strip()}"],
                     f"cmake configure of the plugin against {prefix.name} (Debug)", log=log)
-    builds._run([ninja, "-C", str(bdir), "-j", str(jobs or os.cpu_count() or 2), "rxlab_plugin"],
+    builds.run_logged([ninja, "-C", str(bdir), "-j", str(jobs or os.cpu_count() or 2), "rxlab_plugin"],
                 f"compiling the plugin against {prefix.name} (Debug)", log=log)
     return bdir / "librxlab_plugin.so"

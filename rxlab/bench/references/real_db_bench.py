@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from rxlab import _core
+import rxlab
 from rxlab.bench.references.sampler import Sampler, background, device_of, disk_columns
 from rxlab.core import sysinfo
 from rxlab.core.builds import active_build
@@ -190,7 +190,7 @@ def run_db_bench(db_bench, flags, env=None, *, timeout: float | None = None,
     db_bench = Path(db_bench)
     if not db_bench.is_file():
         raise FileNotFoundError(f"db_bench not found at {db_bench}: build it with "
-                                "`python3 rxlab/core/builds.py build`")
+                                "`make rocksdb`")
     args = flag_list(flags)
     db = _flag_value(args, "db") or f"/tmp/rocksdbtest-{os.getuid()}/dbbench"
     dev = device_of(db)
@@ -269,7 +269,7 @@ def run_db_bench(db_bench, flags, env=None, *, timeout: float | None = None,
 def plugin_path() -> Path:
     """The plugin library installed beside the compiled module."""
 
-    here = Path(_core.__file__).resolve().parent
+    here = Path(rxlab._core.__file__).resolve().parent
     for cand in [here / "librxlab_plugin.so", *sorted((here.parent / "build").glob("*/librxlab_plugin.so"))]:
         if cand.is_file():
             return cand

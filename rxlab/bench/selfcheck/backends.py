@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rxlab import _core
+import rxlab
 from rxlab.bench import fio, references
 from rxlab.bench.references import plugin_path
 from rxlab.bench.turns import Contender
@@ -406,7 +406,7 @@ def summarize(df: pd.DataFrame, placements: dict | None = None) -> str:
     if ("readrandom", "posix", 1) not in med.index:
         return "\n".join(out)
 
-    cost = sorted(_core.counter_cost_ns() for _ in range(5))[2]
+    cost = sorted(rxlab._core.counter_cost_ns() for _ in range(5))[2]
     cpu = m("readrandom", "posix", 1, "cpuPer")
     out.append(f"  counters, measured directly: {cost:.0f} ns per device read = "
                f"{100 * cost / 1000 / cpu:.2f}% of posix readrandom's {cpu:.1f} us CPU per query "

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rxlab import _core
+import rxlab
 from rxlab.bench import driver, fio, perf, references, turns
 from rxlab.bench.selfcheck.backends import (
     COMMON,
@@ -85,7 +85,7 @@ def _check_fs_uri(fs_uri: str | None) -> None:
 
     if not fs_uri.startswith("rxlab://"):
         raise ValueError(f"fs_uri={fs_uri!r}: must be an rxlab:// URI (rxlab engines lists them)")
-    _core.parse_uri(fs_uri)
+    rxlab._core.parse_uri(fs_uri)
 
 
 def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10, quiet: bool = False, *,
