@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 import pandas as pd
 from tqdm.auto import tqdm
 
-from rxlab.core import figures, store
+from rxlab.core import figures, scales, store
 from rxlab.core import params as checks
 from rxlab.core.tables import save_table
 from rxlab.core.units import parse_size
@@ -48,7 +48,7 @@ __all__ = ["FULL_DISK_FRACTION", "FULL_MAX_BYTES", "FULL_MIN_BYTES", "SCALES", "
            "Study", "StudyParams", "StudyResult", "StudySettings", "check_space", "key_count", "manifest",
            "match_runs", "new_study_id", "settings_table", "tidy_frame"]
 
-SCALES = ("smoke", "small", "full")
+SCALES = scales.NAMES
 MANIFESTS = ".studies"   # under the store's root: one JSON per study id
 
 
@@ -136,6 +136,28 @@ class StudySettings:
     duration: float     # seconds of each timed step
     repeats: int
     cache_size: int     # RocksDB's block cache, bytes
+
+    def rows(self) -> list[tuple[str, Any]]:
+        """The rows every study's settings table has, its own (`own_rows`) between them and the work
+        directory (when the settings have one)."""
+        rows = [("keys (num)", f"{self.num:,}"), ("DB size (key-value data)", size_text(self.db_bytes)),
+                ("block cache", size_text(self.cache_size)),
+                ("DB / cache", f"{self.db_bytes / self.cache_size:.0f}x" if self.cache_size else "-"),
+                ("seconds per timed step", f"{self.duration:g}"), ("repeats", self.repeats),
+                *self.own_rows()]
+        if getattr(self, "work_dir", None):
+            rows.append(("work directory", self.work_dir))
+        if getattr(self, "free_bytes", None) is not None:
+            rows.append(("free there", size_text(self.free_bytes)))
+        return rows
+
+    def own_rows(self) -> list[tuple[str, Any]]:
+        """A study's own settings, as (setting, value) rows. None by default."""
+        return []
+
+    def table(self) -> pd.DataFrame:
+        """The settings as the notebook shows them (setting, value)."""
+        return settings_table(self.rows())
 
 
 @dataclass

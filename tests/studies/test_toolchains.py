@@ -27,6 +27,7 @@ from rxlab.core import builds, store
 from rxlab.core.study import manifest
 from rxlab.studies.toolchains import STUDY, child, figures, findings, relative, tables
 from rxlab.studies.toolchains.params import TESTS, Params
+from rxlab.studies.toolchains.result import ToolchainsResult
 from rxlab.studies.toolchains.study import spec_for
 
 pytestmark = pytest.mark.timeout(300)
@@ -80,7 +81,7 @@ def test_the_defaults_run_the_installed_build_against_itself():
     s = p.settings()
     assert s.cache_size >= 2 * s.db_bytes      # the DB is cached by RocksDB
     assert s.repeats >= 2                      # a spread even at smoke scale
-    assert isinstance(p, Params) and STUDY.params().scale == "small"
+    assert isinstance(p, Params) and Params.__dataclass_fields__["scale"].default == "small"
 
 
 def test_the_plan_rotates_the_build_order_each_repetition(two_fake_builds):
@@ -109,6 +110,51 @@ def test_the_spec_runs_the_posts_steps_on_a_cached_db():
     assert spec_for(STUDY.params(scale="smoke", value_size=100).settings(), "/x", "n", 0)["value_size"] == 100
     one = STUDY.params(scale="smoke", tests=["readww"]).settings()
     assert spec_for(one, "/x", "n", 0)["steps"] == ["readwhilewriting"]
+
+
+# ------------------------------------------------------------------ no comparison without both sides
+
+@pytest.fixture
+def only_the_base(tmp_path, monkeypatch):
+    """A cache (RXLAB_CACHE) that holds one finished build: the installed module's key."""
+    monkeypatch.setenv("RXLAB_CACHE", str(tmp_path / "cache"))
+    fake_build(tmp_path / "cache", DEFAULT)
+    return tmp_path / "cache"
+
+
+def test_the_matrix_is_refused_in_one_line_naming_the_missing_builds(only_the_base):
+    version = DEFAULT.split("-")[0]
+    msg = refusal(STUDY, scale="small")
+    assert msg.startswith("toolchains: the matrix (gcc, clang, clang+LTO for RocksDB ")
+    assert "lacks 5 builds: " in msg and f"{version} clang, {version} clang+LTO" in msg
+    assert f"rxlab build-rocksdb --version {version} --cc clang --lto" in msg
+    # the second version: the newest of the matrix's others, all three of its toolchains
+    other = "9.11.2" if version != "9.11.2" else "9.10.0"
+    assert all(f"rxlab build-rocksdb --version {other} --cc {cc}" in msg for cc in ("gcc", "clang"))
+    assert refusal(STUDY, scale="full").startswith("toolchains: the matrix")
+
+
+def test_the_base_alone_is_refused_beyond_smoke(only_the_base):
+    msg = refusal(STUDY, scale="small", builds=[DEFAULT])
+    assert msg.startswith(f"builds=['{DEFAULT}']: only the base build {DEFAULT}: nothing to compare it with")
+    assert "rxlab build-rocksdb --version " in msg and "--cc clang" in msg
+    assert refusal(STUDY, scale="small", builds=["default"]).startswith("builds=['default']: only the base")
+    # smoke (CI) checks the pipeline with the one build there is
+    assert STUDY.params(scale="smoke").builds == [DEFAULT]
+
+
+def test_the_matrix_runs_when_every_build_is_there(tmp_path, monkeypatch):
+    monkeypatch.setenv("RXLAB_CACHE", str(tmp_path / "cache"))
+    keys = [f"{v}-{tc}" for v in ("9.10.0", "9.11.2") for tc in ("gcc12", "clang16", "clang16-lto")]
+    for k in keys:
+        fake_build(tmp_path / "cache", k)
+    p = STUDY.params(scale="small", base="9.10.0-gcc12")
+    assert sorted(p.builds) == sorted(keys) and p.builds[0] == "9.10.0-gcc12"
+    # a build with extra flags is no part of the matrix
+    fake_build(tmp_path / "cache", "9.10.0-gcc12-f0123abcd")
+    assert sorted(STUDY.params(scale="small", base="9.10.0-gcc12").builds) == sorted(keys)
+    # two builds given: a comparison, whatever the matrix lacks
+    assert STUDY.params(scale="small", base=keys[0], builds=[keys[1]]).builds == keys[:2]
 
 
 # ------------------------------------------------------------------ a child process per run
@@ -283,6 +329,28 @@ def test_tables_and_findings_of_the_base_build_alone(study):
     assert list(STUDY.table("by_version", res)["build"]) == [DEFAULT]
     text = STUDY.findings(res)
     assert f"Only one build ({DEFAULT}) ran" in text and "Noise floor" in text
+
+
+def test_no_figure_compares_the_base_with_itself_beyond_smoke(study, tmp_path):
+    _, res = study
+    small = ToolchainsResult(study=res.study, frame=res.frame.assign(**{"spec.scale": "small"}),
+                             runs=res.runs, root=res.root, name=res.name)
+    assert small.scale == "small" and small.builds == [DEFAULT]
+    for name in STUDY.figures:
+        with pytest.raises(ValueError) as e:
+            STUDY.figure(name, small, save=False)
+        assert str(e.value).startswith(f"toolchains: study {res.study} ran only {DEFAULT}: no comparison")
+        assert "\n" not in str(e.value)
+    for name in ("relative", "post", "by_version", "relative_by_version"):
+        with pytest.raises(ValueError, match=f"^toolchains: study {res.study} ran only {DEFAULT}: no "):
+            STUDY.table(name, small)
+    assert len(STUDY.table("published", small))          # the post's numbers alone compare nothing here
+    with pytest.raises(ValueError, match="no comparison to show"):
+        STUDY.save_outputs(small, tmp_path)
+    assert not list(tmp_path.glob("*.png")) and not list(tmp_path.glob("*.csv"))
+    # at smoke the one build is drawn, titled as the A/A control it is
+    fig = STUDY.figure("toolchains_relative_qps", res, save=False)
+    assert "against itself only (A/A control" in fig.axes[0].get_title()
 
 
 def test_each_figure_is_redrawn_from_its_saved_table_alone(study, tmp_path):

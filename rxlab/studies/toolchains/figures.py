@@ -18,7 +18,7 @@ from rxlab.core import figures as style
 from rxlab.core.study import FigureSpec
 from rxlab.studies.toolchains.params import TESTS
 from rxlab.studies.toolchains.relative import TOOLCHAIN_ORDER
-from rxlab.studies.toolchains.result import ToolchainsResult
+from rxlab.studies.toolchains.result import ToolchainsResult, both_sides
 from rxlab.studies.toolchains.tables import POST_VERSION, published_relative
 
 TOOLCHAIN_COLORS = dict(zip(TOOLCHAIN_ORDER, style.CYCLE, strict=False))
@@ -50,15 +50,18 @@ def relative_rows(rel: pd.DataFrame, base: str | None = None) -> pd.DataFrame:
 
 
 def relative_data(result: ToolchainsResult) -> pd.DataFrame:
+    both_sides(result)
     return relative_rows(result.relative, result.base)
 
 
 def relative_by_version_data(result: ToolchainsResult) -> pd.DataFrame:
+    both_sides(result)
     return relative_rows(result.by_version)
 
 
 def qps_data(result: ToolchainsResult) -> pd.DataFrame:
     """QPS of every repetition (`rep`) and their mean (`mean`) per build and test."""
+    both_sides(result)
     f = result.frame
     reps = f[["build", "toolchain", "version", "test", "rep", "qps"]].assign(kind="rep")
     g = reps.groupby(["build", "toolchain", "version", "test"], sort=False)["qps"].mean().reset_index()
@@ -129,8 +132,12 @@ def draw_relative(t: pd.DataFrame, against: str | None = None):
     ax.legend([h[i] for i in order_h], [lab[i] for i in order_h], ncol=3, fontsize=6, loc="upper center",
               bbox_to_anchor=(0.5, -0.14))
     clipped = " (intervals clipped)" if len(vals) and (vals.min() < YLIM[0] or vals.max() > YLIM[1]) else ""
-    ax.set_title(f"QPS relative to {against}: here (mean, 95% CI), the post hollow "
-                 f"(RocksDB {POST_VERSION}){clipped}", fontsize="medium")
+    if len(blds) == 1:   # smoke with one build: the A/A control, never drawn as a comparison
+        ax.set_title(f"{blds[0]} against itself only (A/A control: the noise floor), no other build: "
+                     f"not a comparison{clipped}", fontsize="medium")
+    else:
+        ax.set_title(f"QPS relative to {against}: here (mean, 95% CI), the post hollow "
+                     f"(RocksDB {POST_VERSION}){clipped}", fontsize="medium")
     return fig
 
 
@@ -156,6 +163,8 @@ def draw_qps(t: pd.DataFrame):
         ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
     axes[0][0].set_ylabel("QPS (ops/s)")
+    if len(blds) == 1:
+        fig.suptitle(f"{blds[0]} alone: no other build to compare with", fontsize="medium")
     fig.tight_layout()
     return fig
 

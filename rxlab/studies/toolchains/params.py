@@ -1,16 +1,16 @@
 """The toolchain study's parameters: which RocksDB builds, the base build, the post's tests, scale presets."""
 from __future__ import annotations
 
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from rxlab.core import builds, study
+from rxlab.core import builds, scales, study
 from rxlab.core import params as checks
-from rxlab.core.study import StudySettings, settings_table, size_text
+from rxlab.core.study import StudySettings
 
 SEED_FILE = "blog-2025-12-01-rocksdb-gcc-vs-clang-and-more.txt"
 PUBLISHED = (f"{SEED_FILE}: gccclang_relative_qps",)
@@ -26,18 +26,14 @@ MATRIX_VERSIONS = ("7.8.3", "9.10.0", "9.11.2")
 MIB = 1 << 20
 
 
-@dataclass(frozen=True)
-class Scale:
-    num: int           # keys loaded by fillseq
-    duration: float    # seconds of each read step and of overwrite
-    repeats: int       # runs of each build
-
-
-SCALES = {
-    "smoke": Scale(num=10_000, duration=0.3, repeats=2),       # seconds (CI): exercises the pipeline
-    "small": Scale(num=500_000, duration=8.0, repeats=4),      # minutes per build
-    "full": Scale(num=4_000_000, duration=60.0, repeats=5),    # ~1.7 GB cached, an hour per build
-}
+# The common presets with the post's own keys, seconds and repetitions per build; the block cache is not
+# the scale's here: it holds the DB twice over (the post's DB is cached by RocksDB).
+SCALES = scales.presets(
+    scales.Scale,
+    smoke={"num": 10_000, "duration": 0.3, "repeats": 2},        # seconds (CI): exercises the pipeline
+    small={"num": 500_000, "duration": 8.0, "repeats": 4},       # minutes per build
+    full={"num": 4_000_000, "duration": 60.0, "repeats": 5},     # ~1.7 GB cached, an hour per build
+)
 
 
 @dataclass(frozen=True)
@@ -52,21 +48,49 @@ class Settings(StudySettings):
     tests: tuple
     work_dir: str
 
-    def table(self) -> pd.DataFrame:
-        return settings_table([
-            ("keys (num)", f"{self.num:,}"), ("key / value bytes", f"{KEY_SIZE} / {self.value_size}"),
-            ("DB size (keys x (16 + value))", size_text(self.db_bytes)),
-            ("block cache (holds the DB)", size_text(self.cache_size)),
-            ("seconds per read step and overwrite", f"{self.duration:g}"),
-            ("repetitions per build", self.repeats), ("reader threads", self.threads),
-            ("writer rate limit (*ww)", f"{self.write_rate_limit / MIB:g} MiB/s"),
-            ("builds", ", ".join(self.builds)), ("base build", self.base),
-            ("tests", ", ".join(self.tests)), ("work directory", self.work_dir)])
+    def own_rows(self) -> list[tuple[str, object]]:
+        return [("key / value bytes", f"{KEY_SIZE} / {self.value_size}"),
+                ("reader threads", self.threads),
+                ("writer rate limit (*ww)", f"{self.write_rate_limit / MIB:g} MiB/s"),
+                ("builds", ", ".join(self.builds)), ("base build", self.base),
+                ("tests", ", ".join(self.tests))]
 
 
 def installed_key() -> str:
     """The key of the build the editable install's module is compiled against."""
     return builds.installed_build().name
+
+
+def matrix_versions(have: list[dict], base_version: str) -> list[str]:
+    """The RocksDB versions of the matrix: the base's and every other version with a build, or, when the
+    cache holds only one version, the newest of MATRIX_VERSIONS besides it (at least two versions)."""
+    versions = {base_version, *(r["version"] for r in have)}
+    for v in reversed(MATRIX_VERSIONS):
+        if len(versions) >= 2:
+            break
+        versions.add(v)
+    return sorted(versions, key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+def matrix_missing(have: list[dict], versions: list[str]) -> list[tuple[str, str]]:
+    """(version, toolchain) pairs of the matrix that no finished build in the cache is (standard flags)."""
+    there = {(r["version"], r["toolchain"]) for r in have if not re.search(r"-f[0-9a-f]{8}$", r["key"])}
+    return [(v, tc) for v in versions for tc in builds.TOOLCHAINS if (v, tc) not in there]
+
+
+def build_command(version: str, toolchain: str) -> str:
+    """The command that makes one build of the matrix."""
+    cc, lto = builds.TOOLCHAINS[toolchain]
+    return f"rxlab build-rocksdb --version {version} --cc {cc}" + (" --lto" if lto else "")
+
+
+def missing_line(missing: list[tuple[str, str]], versions: list[str]) -> str:
+    """One line: the builds the matrix lacks and the commands that make them."""
+    names = ", ".join(f"{v} {tc}" for v, tc in missing)
+    cmds = "; ".join(build_command(v, tc) for v, tc in missing)
+    return (f"toolchains: the matrix (gcc, clang, clang+LTO for RocksDB {' and '.join(versions)}) lacks "
+            f"{len(missing)} build{'s' if len(missing) != 1 else ''}: {names}; make them with: {cmds} "
+            "(about 20 minutes each on 2 cores), or pass builds=[...] with a build besides the base")
 
 
 def usable(key: str) -> bool:
@@ -79,9 +103,12 @@ def usable(key: str) -> bool:
 class Params(study.StudyParams):
     """The study's parameters (notebook 70's papermill parameters).
 
-    builds: build keys of `rxlab builds` (e.g. ['9.10.0-gcc12', '9.10.0-clang16']);
-    'default' names the installed module's build; None: the base build at smoke
-    scale, else every build whose module is compiled (or the installed one).
+    builds: build keys of `rxlab builds` (e.g. ['9.10.0-gcc12', '9.10.0-clang16']),
+    at least one besides the base; 'default' names the installed module's build;
+    None: the matrix (gcc, clang, clang+LTO of at least two RocksDB versions),
+    refused in one line naming the builds it lacks and the commands that make
+    them. At smoke scale (CI, the pipeline) None is the base build alone, and
+    its figures say it is the A/A control, not a comparison.
     base: the build the others are relative to (None: the installed module's,
     the default gcc build). tests: the post's tests to run. repeats, duration:
     None takes the scale's. threads: reader threads (the post's small servers:
@@ -101,13 +128,14 @@ class Params(study.StudyParams):
 
     def __post_init__(self):
         super().__post_init__()
-        have = [b["key"] for b in builds.list_builds()]
+        recs = builds.list_builds()
+        have = [b["key"] for b in recs]
         base = installed_key() if self.base in (None, "default") else self.base
         if base not in have:
             checks.fail("base", self.base, f"expected a finished build: have {', '.join(have) or 'none'}")
         self.base = base
         if self.builds is None:
-            keys = [base] if self.scale == "smoke" else [k for k in have if usable(k)]
+            keys = [base] if self.scale == "smoke" else self._matrix(recs, base)
         else:
             keys = checks.as_list(self.builds)
             keys = [installed_key() if k == "default" else k for k in keys]
@@ -119,6 +147,13 @@ class Params(study.StudyParams):
                                 f"{', '.join(have) or 'none'} (rxlab build-rocksdb makes more)")
         if base not in keys:
             keys = [base, *keys]
+        if len(keys) < 2 and self.scale != "smoke":
+            # smoke (CI) checks the pipeline with the builds at hand; a comparison needs a second side
+            version = builds.get_build(base)["version"]
+            cmds = "; ".join(build_command(version, tc) for tc in builds.TOOLCHAINS
+                             if tc != builds.get_build(base)["toolchain"])
+            checks.fail("builds", self.builds, f"only the base build {base}: nothing to compare it with; "
+                        f"make another build with: {cmds} (rxlab builds lists the finished ones)")
         self.builds = keys
         t = checks.as_list(self.tests)
         if not t or len(set(t)) != len(t) or not all(x in TESTS for x in t):
@@ -132,14 +167,24 @@ class Params(study.StudyParams):
         checks.integer("value_size", self.value_size, 1, 1 << 20)
         self.db_dir = checks.db_dir(self.db_dir)
 
+    @staticmethod
+    def _matrix(recs: list[dict], base: str) -> list[str]:
+        """Every build of the matrix (base first), or a one-line refusal naming the builds it lacks."""
+        versions = matrix_versions(recs, builds.get_build(base)["version"])
+        missing = matrix_missing(recs, versions)
+        if missing:
+            raise ValueError(missing_line(missing, versions))
+        want = set(versions)
+        keys = [r["key"] for r in recs if r["version"] in want and not re.search(r"-f[0-9a-f]{8}$", r["key"])]
+        return [base, *(k for k in keys if k != base)]
+
     def settings(self) -> Settings:
-        sc = SCALES[self.scale]
+        sc = SCALES[self.scale].given(duration=self.duration, repeats=self.repeats)
         db_bytes = sc.num * (KEY_SIZE + self.value_size)
         cache = max(64 * MIB, 1 << int(np.ceil(np.log2(db_bytes * 2))))  # the DB fits twice over
         return Settings(scale=self.scale, num=sc.num, value_size=self.value_size, db_bytes=db_bytes,
                         cache_size=cache,
-                        duration=float(self.duration if self.duration is not None else sc.duration),
-                        repeats=int(self.repeats if self.repeats is not None else sc.repeats),
+                        duration=float(sc.duration), repeats=int(sc.repeats),
                         threads=self.threads, write_rate_limit=int(self.write_rate_limit),
                         builds=tuple(self.builds), base=self.base, tests=tuple(self.tests),
                         work_dir=self.db_dir or tempfile.gettempdir())

@@ -29,3 +29,13 @@ class ToolchainsResult(StudyResult):
     def by_version(self) -> pd.DataFrame:
         """Every build against the gcc build of its own RocksDB version (the post's comparison)."""
         return relative_by_version(self.frame, "gcc")
+
+
+def both_sides(result: ToolchainsResult) -> None:
+    """Refuse, in one line, a table or figure that compares the base build with itself: only smoke (the
+    pipeline's check in CI, with the one build there is) shows the base alone, as the A/A control it is."""
+    ran = sorted(set(result.frame["build"].dropna())) if "build" in result.frame.columns else []
+    if len(ran) < 2 and result.scale != "smoke":
+        raise ValueError(f"toolchains: study {result.study} ran only {', '.join(ran) or 'no build'}: no "
+                         "comparison to show (rxlab builds lists the builds; the study's parameters name "
+                         "the missing ones and the commands that make them)")

@@ -7,7 +7,7 @@ import pandas as pd
 from rxlab.core import published
 from rxlab.studies.toolchains.params import TESTS
 from rxlab.studies.toolchains.relative import by_version_summary
-from rxlab.studies.toolchains.result import ToolchainsResult
+from rxlab.studies.toolchains.result import ToolchainsResult, both_sides
 
 POST_VERSION = "10.8"   # the RocksDB version the post's builds are of
 
@@ -44,21 +44,25 @@ def side_by_side(rel: pd.DataFrame, pub: pd.DataFrame | None = None) -> pd.DataF
 
 def relative_table(result: ToolchainsResult) -> pd.DataFrame:
     """Mean QPS per build and test, its cv, and the QPS relative to the base build with its interval."""
+    both_sides(result)
     return result.relative
 
 
 def post_table(result: ToolchainsResult) -> pd.DataFrame:
     """The relative QPS here beside the post's, per test."""
+    both_sides(result)
     return side_by_side(result.relative)
 
 
 def by_version_table(result: ToolchainsResult) -> pd.DataFrame:
     """Per version and toolchain against that version's gcc build: mean over tests, tests beyond noise."""
+    both_sides(result)
     return by_version_summary(result.by_version)
 
 
 def relative_by_version_table(result: ToolchainsResult) -> pd.DataFrame:
     """Every build against the gcc build of its version, per test (the rows of by_version)."""
+    both_sides(result)
     return result.by_version
 
 
