@@ -1,13 +1,13 @@
-"""Statistics every study and benchmark shares: rotated run orders, medians over repetitions and
-the bootstrap interval of a median."""
+"""Statistics every study and benchmark shares: rotated run orders, medians over repetitions, the
+bootstrap interval of a median and the t-interval of a ratio from paired log ratios."""
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-
-from rxlab.core.study import new_study_id  # noqa: F401 - studies not yet on Study.run take their id here
 
 
 def rotate(seq: Sequence, k: int) -> list:
@@ -41,3 +41,28 @@ def median_interval(values, level: float = 0.95, draws: int = 4000, seed: int = 
     tail = (1 - level) / 2 * 100
     lo, hi = np.percentile(medians, [tail, 100 - tail])
     return float(lo), float(hi)
+
+
+def ratio_interval(log_ratios: Iterable[float], level: float = 0.95) -> tuple[float, float, float, float]:
+    """(ratio, lo, hi, half_width %) of paired log ratios (one per turn): exp of their mean, Student's t
+    interval exp(mean -/+ t * se) and its larger relative side exp(t * se) - 1 in percent; NaN where
+    there are fewer than two values (one gives a ratio and no interval). Why t on logs and not a
+    bootstrap: rxlab/core/resolution.py's docstring; its coverage: tests/core/test_resolution.py."""
+    x = np.asarray(list(log_ratios), dtype=float)
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return (math.nan,) * 4
+    m = float(x.mean())
+    if len(x) < 2:
+        return math.exp(m), math.nan, math.nan, math.nan
+    se = float(x.std(ddof=1)) / math.sqrt(len(x))
+    t = _t_quantile(len(x) - 1, level)
+    return math.exp(m), math.exp(m - t * se), math.exp(m + t * se), 100 * math.expm1(t * se)
+
+
+@functools.lru_cache(maxsize=1024)
+def _t_quantile(df: int, level: float) -> float:
+    """Student's t quantile of a two-sided `level` interval (cached: the rule asks after every turn)."""
+    from scipy import stats as sps  # noqa: PLC0415 - scipy's import costs; only a ratio interval needs it
+
+    return float(sps.t.ppf(0.5 + level / 2, df))
