@@ -4,7 +4,8 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config patchelf git dpkg-dev
       libgflags-dev libsnappy-dev liblz4-dev libzstd-dev libbz2-dev zlib1g-dev
       liburing-dev libaio-dev fio strace python3-venv python3-dev
-      chromium)   # the browser test (tests/runs/test_browser.py) drives Debian's chromium through Playwright
+      chromium    # the browser test (tests/runs/test_browser.py) drives Debian's chromium through Playwright
+      texlive-latex-base texlive-latex-recommended)  # pdflatex: the paper-tables test (tests/runs/test_latex.py)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 
