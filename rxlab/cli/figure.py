@@ -29,7 +29,10 @@ def add_parser(sub) -> None:
                                       "or style", formatter_class=fmt)
     rd.add_argument("names", nargs="+", metavar="NAME", help="figure names (`rxlab figure list`)")
     rd.add_argument("--dir", help=_dir_help())
-    rd.add_argument("--out", help="write the redrawn figures here (default: over the originals in --dir)")
+    rd.add_argument("--out", help="write the redrawn figures here under their own names (default: beside the "
+                                  "originals in --dir, as NAME-page-slides.* or NAME-redrawn.*)")
+    rd.add_argument("--replace", action="store_true", help="write over the originals in --dir (what measured "
+                                                           "them stays in their sidecars)")
     rd.add_argument("--width", choices=list(WIDTHS), help="a paper column (3.3 in) or the page (7 in); "
                                                           "default: the figure's own")
     rd.add_argument("--aspect", type=float, help="height / width, 0.1 to 3; default: the figure's own")
@@ -69,7 +72,7 @@ def _redraw(a) -> int:
     t0 = time.monotonic()
     formats = [f.strip() for f in a.format.split(",") if f.strip()]
     done = saved.redraw(a.names, a.dir, width=a.width, aspect=a.aspect, style=a.style, formats=formats,
-                        out=a.out)
+                        out=a.out, replace=a.replace)
     for name, paths in done.items():
         print(f"{name}: " + " ".join(str(p) for k, p in paths.items() if k in formats))
     print(f"redrawn from their tables in {time.monotonic() - t0:.1f} s")

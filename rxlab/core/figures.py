@@ -8,10 +8,14 @@ Backends keep their colour in every figure, so posix is always the same blue.
 tidy table the figure was drawn from (<name>.csv) and a JSON sidecar that
 names what is behind it in portable terms: the study and its id, the run ids
 (relative to the results store, never a machine path), the RocksDB builds,
-the scale, the published sources, rxlab's commit and whether the tree was
-dirty, and the table's SHA-256. Because a figure is drawn from its table
-alone, `layout(width=..., aspect=..., style=...)` around a drawing function
-redraws it at another size or style without rerunning anything.
+the scale, the published sources and the table's SHA-256; under "measured",
+what measured it (rxlab's commit and whether the tree was dirty, the
+machine, when), kept as it is by every redraw; under "drawn", what drew this
+file (commit, when, layout). Because a figure is drawn from its table alone,
+`layout(width=..., aspect=..., style=...)` around a drawing function redraws
+it at another size or style without rerunning anything; a figure that no
+study draws (saved from the explorer or from Python) is redrawn from the
+small plot spec it was saved with (`plot=`, `rxlab.runs.figures`).
 """
 from __future__ import annotations
 
@@ -35,8 +39,9 @@ import pandas as pd
 from rxlab.core import sysinfo
 from rxlab.core.paths import REPO
 
-__all__ = ["BACKEND_COLORS", "COLUMN_WIDTH_IN", "FORMATS", "PAGE_WIDTH_IN", "STYLES", "WIDTHS", "backend_color",
-           "figure", "figures_dir", "layout", "paper_style", "read_sidecar", "save", "table_hash"]
+__all__ = ["BACKEND_COLORS", "COLUMN_WIDTH_IN", "FORMATS", "PAGE_WIDTH_IN", "STYLES", "WIDTHS",
+           "backend_color", "figure", "figures_dir", "layout", "measured", "paper_style", "read_sidecar",
+           "save", "table_hash"]
 
 COLUMN_WIDTH_IN = 3.3
 PAGE_WIDTH_IN = 7.0
@@ -112,7 +117,8 @@ def layout(width: str | None = None, aspect: float | None = None, style: str | N
     if style is not None and style not in STYLES:
         raise ValueError(f"style={style!r}: allowed are {', '.join(STYLES)}")
     old = dict(_LAYOUT)
-    _LAYOUT.update({k: v for k, v in (("width", width), ("aspect", aspect), ("style", style)) if v is not None})
+    _LAYOUT.update({k: v for k, v in (("width", width), ("aspect", aspect), ("style", style))
+                    if v is not None})
     try:
         yield
     finally:
@@ -161,16 +167,34 @@ def _portable_environment() -> dict:
                                    "rxlab_version", "fio")}
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def measured(side: Mapping) -> dict:
+    """What measured a saved figure (its sidecar's "measured": utc, rxlab_commit, git_dirty, environment);
+    from the top-level fields of a sidecar written before the two were told apart."""
+    if side.get("measured"):
+        return dict(side["measured"])
+    return {"utc": side.get("created_utc"), "rxlab_commit": side.get("rxlab_commit"),
+            "git_dirty": side.get("git_dirty"), "environment": side.get("environment") or {}}
+
+
 def save(fig, name: str, *, table: pd.DataFrame | None = None, draw_args: Mapping | None = None,
          study: str | None = None, study_id: str | None = None, runs: Iterable = (),
          builds: Iterable[str] = (), scale: str | None = None, published: Iterable[str] = (), notes: str = "",
          directory: str | os.PathLike | None = None, formats: Iterable[str] = FORMATS,
-         close: bool = True, table_file: str | os.PathLike | None = None) -> dict[str, Path]:
+         close: bool = True, table_file: str | os.PathLike | None = None, plot: Mapping | None = None,
+         measured_by: Mapping | None = None, redrawn_from: str | None = None) -> dict[str, Path]:
     """Write <name>.{pdf,svg,png}, <name>.csv (the table drawn) and <name>.json; returns the paths.
 
     `runs` are run ids (a path is reduced to its last part: the id in its store). A redraw passes
     the saved CSV as `table_file` instead of `table`: it is kept byte for byte (copied when the
-    figure goes elsewhere), so its hash stays the one the study recorded.
+    figure goes elsewhere), so its hash stays the one the study recorded; and the original's
+    `measured(side)` as `measured_by`, kept as it is (what measured it), while "drawn" says what
+    drew this file (`redrawn_from`: the figure it is a redraw of, under another name). `plot`: for a
+    figure no study draws, how to draw it again from its table, e.g.
+    {"kind": "bar", "x": "backend", "y": "qps"} (kinds: rxlab.runs.figures.PLOT_KINDS).
     """
     if not name or "/" in name or name.startswith("."):
         raise ValueError(f"figure name {name!r}: use a plain file stem such as 'ioeff_qps'")
@@ -187,21 +211,26 @@ def save(fig, name: str, *, table: pd.DataFrame | None = None, draw_args: Mappin
             {"Creator": "rxlab", "Date": None} if ext == "svg" else None
         fig.savefig(p, metadata=meta)
         paths[ext] = p
+    git = sysinfo.git_info()
+    drawn = {"utc": _now(), "rxlab_commit": git.get("git_commit"), "git_dirty": git.get("git_dirty"),
+             "layout": {k: v for k, v in _LAYOUT.items() if v is not None}}
     side = {
         "figure": name,
+        **({"redrawn_from": redrawn_from} if redrawn_from else {}),
         "study": study,
         "study_id": study_id,
-        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "scale": scale,
         "runs": [Path(str(r)).name for r in runs],
         "rocksdb_builds": sorted(set(builds)),
         "published_sources": list(published),
         "notes": notes,
         "draw_args": dict(draw_args or {}),
-        "layout": {k: v for k, v in _LAYOUT.items() if v is not None},
-        "environment": _portable_environment(),
-        "rxlab_commit": (git := sysinfo.git_info()).get("git_commit"),
-        "git_dirty": git.get("git_dirty"),
+        **({"plot": dict(plot)} if plot else {}),
+        # what measured it: this process, unless a redraw hands on the original's
+        "measured": dict(measured_by) if measured_by else {
+            "utc": drawn["utc"], "rxlab_commit": drawn["rxlab_commit"], "git_dirty": drawn["git_dirty"],
+            "environment": _portable_environment()},
+        "drawn": drawn,
     }
     if table is not None or table_file is not None:
         t = out / f"{name}.csv"
@@ -215,7 +244,8 @@ def save(fig, name: str, *, table: pd.DataFrame | None = None, draw_args: Mappin
         else:
             with t.open() as fh:
                 rows = sum(1 for _ in fh) - 1
-        side["table"] = {"file": t.name, "sha256": table_hash(t), "rows": rows, "columns": [str(c) for c in head]}
+        side["table"] = {"file": t.name, "sha256": table_hash(t), "rows": rows,
+                         "columns": [str(c) for c in head]}
         paths["csv"] = t
     p = out / f"{name}.json"
     p.write_text(json.dumps(side, indent=1, default=str) + "\n")

@@ -17,6 +17,7 @@ import pandas as pd
 
 from rxlab import studies
 from rxlab.core import archive, figures, store
+from rxlab.core.tables import PREAMBLE
 from rxlab.runs.figures import list_figures
 
 __all__ = ["export"]
@@ -41,24 +42,59 @@ def _chosen(listing: pd.DataFrame, names: Iterable[str] | None, study_id: str | 
     return list(listing["figure"])
 
 
+# What tells one machine from another (rxlab's and Python's versions may differ on the same machine).
+MACHINE_KEYS = ("machine", "os", "cpu_model", "cores", "memory_kb", "kernel")
+
+
+def _machine_key(m: dict) -> str:
+    env = m.get("environment") or {}
+    return json.dumps({k: env.get(k) for k in MACHINE_KEYS if env.get(k) is not None}, sort_keys=True)
+
+
+def _machine_words(env: dict) -> str:
+    """A machine in one line a reader can tell apart: CPUs, memory, kernel (no host name)."""
+    mem = f"{env['memory_kb'] / 2**20:.0f} GiB" if env.get("memory_kb") else ""
+    parts = [f"{env['cores']} CPUs" if env.get("cores") else "", env.get("cpu_model") or "", mem,
+             f"kernel {env['kernel']}" if env.get("kernel") else ""]
+    return ", ".join(p for p in parts if p) or "not recorded"
+
+
 def _provenance(sides: dict[str, dict]) -> str:
-    envs = {json.dumps(s.get("environment") or {}, sort_keys=True) for s in sides.values()}
+    measured = {n: figures.measured(s) for n, s in sides.items()}
+    # each machine that measured a figure gets a letter; the table says which measured which
+    machines: dict[str, str] = {}
+    for m in measured.values():
+        machines.setdefault(_machine_key(m), chr(ord("A") + len(machines)))
     lines = ["# Figures and their data", "",
              "Made with rxlab. Each figure comes as pdf, svg and png, the tidy table it was drawn from "
              "(`NAME.csv`) and a sidecar (`NAME.json`) naming the study, its runs (ids in the results "
-             "store), the RocksDB builds, the scale, the published sources and the rxlab commit.", "",
-             "Redraw one from its table alone (no rerun), e.g. at page width for slides:", "",
+             "store), the RocksDB builds, the scale, the published sources, what measured it (`measured`: "
+             "rxlab commit, machine, when) and what drew this file (`drawn`).", "",
+             "Redraw one from its table alone (no rerun), e.g. at page width for slides; the redraw is "
+             "written beside it (`NAME-page-slides.*`), `--replace` writes over it:", "",
              "    rxlab figure redraw NAME --dir . --width page --style slides", "",
-             "| figure | study | study id | scale | RocksDB builds | runs | rxlab commit |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+             "| figure | study | study id | scale | RocksDB builds | runs | measured on | measured (UTC) "
+             "| rxlab commit |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, s in sides.items():
-        commit = (s.get("rxlab_commit") or "")[:10] + (" (dirty)" if s.get("git_dirty") else "")
-        lines.append(f"| {name} | {s.get('study') or ''} | {s.get('study_id') or ''} | {s.get('scale') or ''} | "
-                     f"{', '.join(s.get('rocksdb_builds') or [])} | {len(s.get('runs') or [])} | {commit} |")
-    lines += ["", "## Machine", ""]
-    for e in sorted(envs):
-        env = json.loads(e)
+        m = measured[name]
+        commit = (m.get("rxlab_commit") or "")[:10] + (" (dirty)" if m.get("git_dirty") else "")
+        machine = machines[_machine_key(m)]
+        lines.append(f"| {name} | {s.get('study') or ''} | {s.get('study_id') or ''} | "
+                     f"{s.get('scale') or ''} | {', '.join(s.get('rocksdb_builds') or [])} | "
+                     f"{len(s.get('runs') or [])} | "
+                     f"machine {machine} | {m.get('utc') or ''} | {commit} |")
+    lines += ["", "## Machines", ""]
+    for key, letter in machines.items():
+        env = json.loads(key)
+        figs = [n for n in sides if _machine_key(measured[n]) == key]
+        lines += [f"### Machine {letter}: {_machine_words(env)}", "", f"Measured: {', '.join(figs)}.", ""]
         lines += [f"- {k}: {v}" for k, v in env.items() if v not in (None, "")] + [""]
+    lines += ["## Tables", "",
+              "`tables/NAME.tex` are whole tables with a caption and `\\label{tab:NAME}`, to `\\input` "
+              "in a paper; the longer ones are longtables that break across pages. The paper's preamble "
+              "needs:", "", *[f"    {ln}" for ln in PREAMBLE.splitlines()], "",
+              "`NAME.md` is the same table in Markdown and `NAME.csv` its data at full precision.", ""]
     made = sorted({(s.get("study"), s.get("scale")) for s in sides.values() if s.get("study")})
     lines += ["## Commands that made them", ""]
     for study_name, scale in made:

@@ -89,7 +89,8 @@ def write_index(figs: str | Path, outcomes: Iterable[Outcome] = (), scale: str |
             files = " ".join(f"[{e}]({stem}.{e})" for e in ("pdf", "svg", "png", "csv", "json")
                              if (figs / f"{stem}.{e}").is_file())
             pubs = "; ".join(s.split(":", 1)[-1].strip() for s in side.get("published_sources", []))
-            commit = (side.get("rxlab_commit") or "")[:10] + (" (dirty)" if side.get("git_dirty") else "")
+            m = figures.measured(side)  # the commit that measured it, whatever redrew it since
+            commit = (m.get("rxlab_commit") or "")[:10] + (" (dirty)" if m.get("git_dirty") else "")
             lines.append(f"| {stem} | {files} | {_scale(side)} | {side.get('study_id') or ''} | "
                          f"{len(side.get('runs', []))} | {', '.join(side.get('rocksdb_builds') or [])} | {commit} | "
                          f"{pubs} |")

@@ -53,6 +53,7 @@ def test_a_redraw_from_the_table_alone_gives_the_same_figure(made, tmp_path):
     orig = json.loads((figs / "lab_throughput.json").read_text())
     assert side["table"]["sha256"] == orig["table"]["sha256"]
     assert side["runs"] == orig["runs"] and side["study_id"] == orig["study_id"]
+    assert side["measured"] == orig["measured"]  # what measured it, not what redrew it
 
 
 def test_a_redraw_at_page_width_in_slides_style_changes_only_the_drawing(made, tmp_path):
@@ -62,7 +63,7 @@ def test_a_redraw_at_page_width_in_slides_style_changes_only_the_drawing(made, t
     assert sha(tmp_path / "lab_latency.csv") == sha(figs / "lab_latency.csv")
     assert not (tmp_path / "lab_latency.pdf").exists()
     side = json.loads((tmp_path / "lab_latency.json").read_text())
-    assert side["layout"] == {"width": "page", "aspect": 0.5, "style": "slides"}
+    assert side["drawn"]["layout"] == {"width": "page", "aspect": 0.5, "style": "slides"}
     with Image.open(tmp_path / "lab_latency.png") as new, Image.open(figs / "lab_latency.png") as old:
         assert new.size[0] > old.size[0]
 
@@ -109,6 +110,7 @@ def test_an_export_holds_the_figures_their_data_and_the_provenance(made, tmp_pat
     assert "backends_throughput.tex" in {p.name for p in (dest / "tables").iterdir()}
     readme = (dest / "README.md").read_text()
     assert result.study in readme and "rxlab study run backends --scale smoke" in readme
+    assert "| machine A |" in readme and "### Machine A:" in readme and "\\usepackage{booktabs}" in readme
     assert done["archives"] == [f"{result.study}.rxlab.tar.gz"]
     # a colleague redraws from the export alone
     saved.redraw(["lab_throughput"], dest, formats=["png"], out=tmp_path / "colleague")
