@@ -8,6 +8,9 @@ PY     := $(VENV)/bin/python
 SCALE  ?= small
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
+# The main job's figures: a folder of the user's own (ignored by git); figures/ is the committed set,
+# regenerated only by an explicit `rxlab report`.
+FIGURES ?= figures-local
 
 .PHONY: setup test deps rocksdb venv ext main lab bench conformance docs docs-serve clean
 
@@ -51,10 +54,10 @@ ext: rocksdb venv
 
 # The main job: every backend through the release db_bench, then the
 # IO-efficiency study (notebook 10) at $(SCALE) scale; the executed notebook
-# lands in notebooks/out/, its figures in figures/.
+# lands in notebooks/out/, its figures in $(FIGURES)/ (not the committed figures/).
 main:
 	$(VENV)/bin/rxlab compare --scale $(SCALE)
-	$(VENV)/bin/rxlab report --scale $(SCALE) --only 10
+	$(VENV)/bin/rxlab report --scale $(SCALE) --only 10 --figures $(FIGURES)
 
 # JupyterLab on 127.0.0.1 with a token, notebook 00 open; prints the URL to open (as root too).
 lab: ext

@@ -44,7 +44,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("rxlab.cli.bench", ("bench", "fio")),
     ("rxlab.cli.runs", ("runs", "show", "compare")),
     ("rxlab.cli.engines", ("engines",)),
-    ("rxlab.cli.study", ("study",)),
+    ("rxlab.cli.study", ("study", "clean")),
     ("rxlab.cli.figure", ("figure", "export", "archive", "import")),
     ("rxlab.cli.lab", ("lab",)),
     ("rxlab.cli.orchestrate", ("report", "sweep", "worker")),

@@ -9,7 +9,7 @@ from rxlab.core import figures
 from rxlab.core.study import SCALES
 from rxlab.runs.distributed import sweep_distributed, worker_command
 from rxlab.runs.report import report
-from rxlab.runs.sweep import parse_value, sweep
+from rxlab.runs.sweep import parse_params, sweep
 
 TITLE = "notebooks and hosts"
 
@@ -34,9 +34,10 @@ def add_parser(sub) -> None:
     sw = sub.add_parser("sweep", help="a notebook over a parameter grid (papermill), one point at a time, "
                                       "here or on a Dask cluster")
     sw.add_argument("notebook", help="notebook path, name (10_io_efficiency) or number (10)")
-    sw.add_argument("-p", "--param", nargs="+", action="append", metavar=("NAME", "VALUE"),
-                    help="a parameter and its values (YAML: 1, true, [1, 2], posix); repeat for more "
-                         "(default: the notebook's own values)")
+    sw.add_argument("-p", "--param", nargs="+", action="append", metavar="NAME=V1,V2",
+                    help="a parameter and its values, comma-separated (YAML each: 1, true, [1, 2], posix); "
+                         "repeat -p for more parameters, or -p NAME=V again for one more value (the old form "
+                         "-p NAME V1 V2 still works; default: the notebook's own values)")
     sw.add_argument("--out", metavar="DIR", help="sweep directory (default: data/sweeps/<notebook>)")
     sw.add_argument("--force", action="store_true", help="rerun points that already succeeded")
     sw.add_argument("--timeout", type=float, metavar="SECONDS",
@@ -71,14 +72,10 @@ def add_parser(sub) -> None:
 
 
 def _sweep(a) -> int:
-    params = {}
-    for group in a.param or []:
-        name, values = group[0], group[1:]
-        if not values:
-            raise ValueError(f"-p {name}: give at least one value, e.g. -p {name} 1 2")
-        if name in params:
-            raise ValueError(f"-p {name}: given twice; list all its values after one -p")
-        params[name] = [parse_value(v) for v in values]
+    params, old_form = parse_params(a.param or [])
+    if old_form:
+        print(f"rxlab sweep: -p {' '.join(old_form)} is the old form; write -p {old_form[0]}="
+              f"{','.join(old_form[1:])} (the same grid)", file=sys.stderr)
     if a.scheduler:
         df = sweep_distributed(a.notebook, params, a.scheduler, sweep_dir=a.out, shared_store=a.shared_store,
                                force=a.force, timeout_s=a.timeout, progress=not a.quiet)

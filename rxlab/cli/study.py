@@ -1,4 +1,5 @@
-"""`rxlab study list` and `rxlab study run NAME [--scale S] [-p NAME=VALUE ...]`: any study, from the shell."""
+"""`rxlab study list|run|runs|resume` (any study from the shell, its executions, the rest of a stopped one)
+and `rxlab clean` (scratch folders whose study's process is gone)."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from rxlab import studies
-from rxlab.core import store
+from rxlab.core import executions, store
 from rxlab.core.paths import REPO
 from rxlab.core.study import SCALES
 from rxlab.runs.sweep import parse_value
@@ -39,6 +40,30 @@ def add_parser(sub) -> None:
                         "never the repository's figures/")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(fn=_run)
+    h = ss.add_parser("runs", aliases=["history"],
+                      help="the studies' executions in the store: id, study, scale, status, runs, start, "
+                           "duration (a study whose process is gone: interrupted)")
+    h.add_argument("--runs", metavar="DIR", help="results store (default: $RXLAB_RUNS or data/runs)")
+    h.add_argument("--study", metavar="NAME", help="only this study's executions (default: every study's)")
+    h.add_argument("--json", action="store_true", help="print them as JSON only")
+    h.set_defaults(fn=_history)
+    rs = ss.add_parser("resume", help="run the rest of an interrupted or failed study under its id, "
+                                      "reusing the runs it finished")
+    rs.add_argument("id", help="a study id from `rxlab study runs` (or a unique prefix of one)")
+    rs.add_argument("--runs", metavar="DIR", help="results store (default: $RXLAB_RUNS or data/runs)")
+    rs.add_argument("--out", metavar="DIR",
+                    help="where the figures, tables and findings go (default: data/studies/NAME/STUDY_ID)")
+    rs.add_argument("--quiet", action="store_true", help="no progress bar")
+    rs.set_defaults(fn=_resume)
+    c = sub.add_parser("clean", help="remove the scratch folders (DBs, files) that studies whose process is "
+                                     "gone left behind; never a running study's",
+                       description="Remove the scratch folders of studies whose process is gone (killed, "
+                                   "crashed): under $RXLAB_SCRATCH (default <temp dir>/rxlab-scratch), and "
+                                   "the paths in a db_dir that an interrupted study recorded. A running "
+                                   "study's folders, and folders without an owner, are left alone.")
+    c.add_argument("--runs", metavar="DIR", help="results store whose studies' db_dir paths are checked "
+                                                 "too (default: $RXLAB_RUNS or data/runs)")
+    c.set_defaults(fn=_clean)
 
 
 def _list(a) -> int:
@@ -75,9 +100,18 @@ def _run(a) -> int:
     try:
         result = study.run(params, root, progress=not a.quiet)
     except KeyboardInterrupt:
-        print(f"\nrxlab study run: interrupted; the runs stored so far stay in {root} and the study is marked "
-              "interrupted (never loaded as complete)", file=sys.stderr)
-        return 130
+        return _interrupted(root)
+    return _outputs(study, result, a, root, t0)
+
+
+def _interrupted(root: Path) -> int:
+    print(f"\nrxlab study: interrupted; the runs stored so far stay in {root} and the study is marked "
+          "interrupted (never loaded as complete): `rxlab study runs` names it, `rxlab study resume ID` "
+          "runs the rest", file=sys.stderr)
+    return 130
+
+
+def _outputs(study, result, a, root: Path, t0: float) -> int:
     out = Path(a.out) if a.out else REPO / "data" / "studies" / study.name / result.study
     done = study.save_outputs(result, out)
     print(f"study {study.name} {result.study}: {len(result.runs)} runs in {time.monotonic() - t0:.0f} s, "
@@ -88,4 +122,67 @@ def _run(a) -> int:
     text = study.findings(result)
     if text:
         print("\n" + text)
+    return 0
+
+
+def _duration(seconds: float) -> str:
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def _history(a) -> int:
+    root = Path(a.runs) if a.runs else store.default_root()
+    df = executions.executions(root)
+    if a.study:
+        known = sorted(set(df["study"]) | {s.name for s in studies.every()})
+        if a.study not in known:
+            raise ValueError(f"--study {a.study}: not a study; known are {', '.join(known)}")
+        df = df[df["study"] == a.study]
+    if a.json:
+        print(df.to_json(orient="records", indent=1))
+        return 0
+    if df.empty:
+        print(f"no study executions in {root}")
+        return 0
+    show = df.assign(duration=df["duration_s"].map(_duration), error=df["error"].str.slice(0, 40))
+    cols = ["id", "study", "scale", "status", "runs", "rows", "start", "duration", "resumes", "error"]
+    print(show[cols].to_string(index=False))
+    return 0
+
+
+def _resolve_id(root: Path, ref: str) -> dict:
+    found = [m for m in executions.read_manifests(root) if str(m["id"]).startswith(ref)]
+    exact = [m for m in found if m["id"] == ref]
+    if exact or len(found) == 1:
+        return (exact or found)[0]
+    if not found:
+        raise LookupError(f"study id {ref!r}: no such execution in {root} (`rxlab study runs` lists them)")
+    some = ", ".join(m["id"] for m in found[:4])
+    raise ValueError(f"study id {ref!r}: matches {len(found)} executions ({some}...); give more of it")
+
+
+def _resume(a) -> int:
+    root = Path(a.runs) if a.runs else store.default_root()
+    m = _resolve_id(root, a.id)
+    study = studies.get(str(m.get("study")))
+    before = len(m.get("runs") or [])
+    t0 = time.monotonic()
+    try:
+        result = study.resume(m["id"], root, progress=not a.quiet)
+    except KeyboardInterrupt:
+        return _interrupted(root)
+    print(f"resumed {study.name} {result.study}: reused {before} runs, ran {len(result.runs) - before}")
+    return _outputs(study, result, a, root, t0)
+
+
+def _clean(a) -> int:
+    root = Path(a.runs) if a.runs else store.default_root()
+    removed = executions.clean_scratch(root)
+    for path, size in removed:
+        print(f"removed {path} ({size / 2**20:.1f} MiB)")
+    total = sum(size for _, size in removed)
+    print(f"{len(removed)} scratch folder(s) removed, {total / 2**20:.1f} MiB freed"
+          if removed else f"nothing to remove (scratch: {executions.scratch_root()})")
     return 0

@@ -29,7 +29,7 @@ import os
 import re
 import secrets
 import shutil
-import tempfile
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pandas as pd
-from tqdm.auto import tqdm
 
-from rxlab.core import figures, scales, store
+from rxlab.core import executions, figures, scales, store
 from rxlab.core import params as checks
+from rxlab.core.progress import tqdm
 from rxlab.core.tables import save_table
 from rxlab.core.units import parse_size
 
@@ -243,6 +243,7 @@ class RunContext:
     scratch: list[Path] = field(default_factory=list)
     state: dict = field(default_factory=dict)   # what `setup` prepares for every row (a loaded DB, ...)
     progress: bool = True           # Study.run's `progress`: a study may pass it on (driver.run's step bar)
+    execution: Any = None           # rxlab.core.executions.Execution: owner, rows done (resume), scratch
 
     def run_name(self, *parts: object) -> str:
         """`<prefix><study id>-<parts...>`: a run name the study's `frame` can parse back."""
@@ -252,6 +253,8 @@ class RunContext:
         """A scratch path in the work directory (`<name>-<study id>`), deleted when the study ends."""
         p = self.work / f"{name}-{self.id}"
         self.scratch.append(p)
+        if self.execution is not None:
+            self.execution.scratch.append(str(p))
         return p
 
 
@@ -298,7 +301,7 @@ class Study:
     result_type: ClassVar[type[StudyResult]] = StudyResult
     tables: ClassVar[Mapping[str, Callable]] = {}
     figures: ClassVar[Mapping[str, FigureSpec]] = {}
-    work_prefix: ClassVar[str | None] = None   # temporary directory's prefix (default rxlab-<name>-)
+    work_prefix: ClassVar[str | None] = None   # unused: scratch folders are <name>-<id>-<pid> (executions)
 
     def __init_subclass__(cls, *, name: str | None = None, notebook: str | None = None,
                           seed: str | None = None, published: tuple[str, ...] = (),
@@ -366,34 +369,45 @@ class Study:
     def _settings(self, params: StudyParams):
         return params.settings() if hasattr(params, "settings") else None
 
-    def _work_dir(self, params: StudyParams) -> tuple[Path, bool]:
+    def _work_dir(self, params: StudyParams, sid: str) -> tuple[Path, bool]:
+        """db_dir when given, else a scratch folder of this execution (rxlab.core.executions)."""
         db_dir = getattr(params, "db_dir", None)
         if db_dir is None:
-            return Path(tempfile.mkdtemp(prefix=self.work_prefix or f"rxlab-{self.name}-")), True
+            return executions.make_scratch(self.name, sid), True
         p = Path(db_dir)
         p.mkdir(parents=True, exist_ok=True)
         return p, False
 
     def run(self, params: StudyParams, root: str | os.PathLike | None = None, *, progress: bool = True,
-            live: bool | Callable[[StudyResult], None] = False) -> StudyResult:
+            live: bool | Callable[[StudyResult], None] = False, resume: Mapping | None = None) -> StudyResult:
         """Run the plan, every run stored under `root` (the store's default), under one study id.
 
-        The scratch directory (a temporary one, or the paths the study made
-        in `db_dir`) is removed at the end, on failure and on Ctrl-C too.
-        The manifest (<root>/.studies/<id>.json) is written last: complete,
-        or failed / interrupted with the error, so `load` never returns a
-        study that stopped half way. `live`: True shows `live_table` under
-        the progress bar in a notebook, a callable gets each partial result.
+        The scratch directory (a folder of this execution, or the paths the
+        study made in `db_dir`) is removed at the end, on failure and on
+        Ctrl-C too; one left by a killed execution, at the next start. The
+        manifest (<root>/.studies/<id>.json) says "running" with its owner
+        from the start, records each row's runs as they finish, and ends
+        complete, or failed / interrupted with the error, so `load` never
+        returns a study that stopped half way. `resume`: the manifest of an
+        execution that stopped (`Study.resume`): its finished rows are reused,
+        the rest run under its id. `live`: True shows `live_table` under the
+        progress bar in a notebook, a callable gets each partial result.
         """
 
         if not isinstance(params, self.Params):
             raise TypeError(f"{self.name}: params must be {self.Params.__name__} (use study.params(...))")
         settings = self._settings(params)
         root = Path(root) if root is not None else store.default_root()
-        sid = new_study_id()
-        work, temporary = self._work_dir(params)
-        ctx = RunContext(self, sid, params, settings, root, work, progress=progress)
+        for path, size in executions.clean_scratch(root):
+            print(f"rxlab: removed {path} ({size / 2**20:.0f} MiB), left by a study whose process is gone",
+                  file=sys.stderr)
+        sid = str(resume["id"]) if resume else new_study_id()
+        execution = executions.Execution(resume)
         steps = self.plan(params)
+        keys = execution.keys(steps.itertuples(index=False))
+        execution.check_plan(keys, self.name, sid)
+        work, temporary = self._work_dir(params, sid)
+        ctx = RunContext(self, sid, params, settings, root, work, progress=progress, execution=execution)
         show = _live_display(self) if live is True else live or None
         t0 = time.monotonic()
         status, error, failure = "interrupted", None, None
@@ -402,10 +416,17 @@ class Study:
             self.setup(ctx)
             bar = tqdm(steps.itertuples(index=False), total=len(steps), desc=f"{self.name} {params.scale}",
                        unit="run", disable=not progress)
-            for row in bar:
+            for key, row in zip(keys, bar, strict=True):
                 bar.set_postfix_str(self.describe(row)[:60])
+                before = execution.reused(key, root)
+                if before is not None:  # finished by the execution this one resumes
+                    ctx.runs.extend(before)
+                    continue
                 out = self.run_one(ctx, row)
-                ctx.runs.extend([] if out is None else [out] if isinstance(out, Path) else list(out))
+                new = [] if out is None else [out] if isinstance(out, Path) else list(out)
+                ctx.runs.extend(new)
+                execution.finished(key, new)
+                _write_manifest(root, sid, self._manifest(ctx, "running", t0))
                 if show is not None and ctx.runs:
                     show(self._result(ctx, t0))
             status = "complete"
@@ -433,7 +454,31 @@ class Study:
         return {"study": self.name, "id": ctx.id, "status": status, "error": error,
                 "params": ctx.params.as_dict(), "scale": ctx.params.scale,
                 "runs": [p.name for p in ctx.runs], "seconds": round(time.monotonic() - t0, 1),
-                "updated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                "updated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                **(ctx.execution.fields(time.monotonic() - t0) if ctx.execution is not None else {})}
+
+    def resume(self, study_id: str, root: str | os.PathLike | None = None, *, progress: bool = True,
+               live: bool | Callable[[StudyResult], None] = False) -> StudyResult:
+        """Run the rest of a study that stopped (interrupted, killed, failed) under its id, reusing the
+        runs of the rows it finished. Refused, in one line, for a complete or still running study."""
+        root = Path(root) if root is not None else store.default_root()
+        m = manifest(root, study_id)
+        if m is None:
+            raise LookupError(f"study {study_id!r}: no manifest in {root / MANIFESTS} (`rxlab study runs` "
+                              "lists the executions)")
+        if m.get("study") != self.name:
+            raise ValueError(f"study {study_id}: an execution of {m.get('study')!r}, not {self.name!r}")
+        state = executions.status(m)
+        if state == "complete":
+            raise ValueError(f"study {study_id}: already complete ({len(m.get('runs') or [])} runs)")
+        if state == "running":
+            who = m.get("owner") or {}
+            raise ValueError(f"study {study_id}: still running (pid {who.get('pid', '?')} on "
+                             f"{who.get('host', '?')}); stop it first, or wait")
+        given = m.get("params") or {}
+        known = {f.name for f in dataclasses.fields(self.Params)}
+        params = self.params(**{k: v for k, v in given.items() if k in known})
+        return self.run(params, root, progress=progress, live=live, resume=m)
 
     def load(self, root: str | os.PathLike | None = None, *, study: str | None = None,
              scale: str | None = None, before: str | None = None,

@@ -19,6 +19,7 @@ from pathlib import Path
 from rxlab import studies
 from rxlab.core import store
 from rxlab.core.paths import REPO
+from rxlab.core.progress import PROGRESS_ENV
 
 NOTEBOOKS_DIR = REPO / "notebooks"
 
@@ -97,13 +98,16 @@ def _environ(**values):
 
 def run_notebook(notebook: str | Path, output: str | Path, parameters: Mapping | None = None, *,
                  runs_root: str | Path | None = None, figures_dir: str | Path | None = None,
-                 timeout_s: float | None = None, progress: bool = False) -> Outcome:
+                 timeout_s: float | None = None, progress: bool = False, stream=None) -> Outcome:
     """Execute a notebook with papermill; never raises for a failure inside the notebook.
 
     The executed notebook is written to `output` whether it succeeds or not
     (papermill keeps the cells run so far and marks the failing one). The runs
     the notebook stored are the complete run directories that appeared in the
     store meanwhile; RXLAB_RUNS and RXLAB_FIGURES are passed to the kernel.
+    `progress`: papermill's bar of cells. `stream`: a text file (sys.stderr)
+    that the notebook's stderr is copied to as its cells write it, with
+    RXLAB_PROGRESS=text, so a study's bar shows there while a long cell runs.
     """
     import papermill  # noqa: PLC0415 - papermill loads jupyter's kernel machinery: about a second
 
@@ -118,11 +122,12 @@ def run_notebook(notebook: str | Path, output: str | Path, parameters: Mapping |
     params = dict(parameters or {})
     t0 = time.monotonic()
     status, error = "ok", ""
-    with _environ(RXLAB_RUNS=str(root), RXLAB_FIGURES=str(figs) if figs is not None else None):
+    text_bars = {PROGRESS_ENV: "text"} if stream is not None else {}
+    with _environ(RXLAB_RUNS=str(root), RXLAB_FIGURES=str(figs) if figs is not None else None, **text_bars):
         try:
             papermill.execute_notebook(str(path), str(output), parameters=params, kernel_name="python3",
                                        cwd=str(path.parent), progress_bar=progress, log_output=False,
-                                       execution_timeout=timeout_s)
+                                       stderr_file=stream, execution_timeout=timeout_s)
         except papermill.PapermillExecutionError as e:
             status, error = "failed", f"{e.ename}: {str(e.evalue).strip().splitlines()[0] if e.evalue else ''}"
         except Exception as e:  # the kernel died, a timeout, a bad notebook file

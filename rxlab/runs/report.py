@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable
 from pathlib import Path
-
-from tqdm import tqdm
 
 from rxlab import studies
 from rxlab.core import figures
@@ -34,13 +33,41 @@ def report(scale: str = "small", only: Iterable[str] | None = None, *, figures_d
     figs = Path(figures_dir) if figures_dir is not None else figures.figures_dir()
     out = Path(out_dir) if out_dir is not None else NOTEBOOKS_DIR / "out"
     outcomes = []
-    bar = tqdm(index, desc=f"report ({scale})", unit="notebook", disable=not progress)
-    for nb in bar:
-        bar.set_postfix_str(nb.name)
-        outcomes.append(run_notebook(nb.path, out / f"{nb.name}.ipynb", {"scale": scale}, runs_root=runs_root,
-                                     figures_dir=figs, progress=progress))  # cells: papermill's own bar
+    # With progress, a line per notebook and the notebook's own stderr as it comes (its study's bar, which
+    # moves during a cell that measures for minutes), rather than papermill's bar of cells, which does not.
+    stream = _LineTracker(sys.stderr) if progress else None
+    for i, nb in enumerate(index, 1):
+        if stream is not None:
+            stream.line(f"report ({scale}) {i}/{len(index)}: {nb.name}")
+        o = run_notebook(nb.path, out / f"{nb.name}.ipynb", {"scale": scale}, runs_root=runs_root,
+                         figures_dir=figs, stream=stream)
+        outcomes.append(o)
+        if stream is not None:
+            stream.line(f"report ({scale}) {i}/{len(index)}: {nb.name} {o.status} in {o.seconds:.0f} s"
+                        + (f": {o.error}" if o.error else ""))
     write_index(figs, outcomes, scale)
     return outcomes
+
+
+class _LineTracker:
+    """A text stream that knows whether its last line is finished (a bar leaves it open with \r), so a
+    line of the report's own starts on a line of its own."""
+
+    def __init__(self, f):
+        self.f, self.open = f, False
+
+    def write(self, text: str) -> int:
+        if text:
+            self.f.write(text)
+            self.f.flush()
+            self.open = not text.endswith("\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.f.flush()
+
+    def line(self, text: str) -> None:
+        self.write(("\n" if self.open else "") + text + "\n")
 
 
 def _sidecar(figs: Path, stem: str) -> dict | None:

@@ -1,7 +1,7 @@
 """Parameter sweeps over a notebook: one papermill execution per grid point.
 
-`rxlab sweep NOTEBOOK -p NAME V1 V2 ... [-p ...]` takes the cartesian product
-of the values and executes the notebook once per point, each with its own
+`rxlab sweep NOTEBOOK -p NAME=V1,V2 [-p ...]` (or the old `-p NAME V1 V2`) takes the cartesian
+product of the values and executes the notebook once per point, each with its own
 directory under the sweep directory (default data/sweeps/<notebook>/):
 
     <point>/notebook.ipynb   the executed notebook (kept when it fails: the failing cell is marked)
@@ -31,7 +31,8 @@ from tqdm import tqdm
 
 from rxlab.runs.notebooks import REPO, Outcome, resolve_notebook, run_notebook
 
-__all__ = ["grid", "parse_value", "point_dir", "run_point", "sweep", "summary", "default_sweep_dir"]
+__all__ = ["default_sweep_dir", "grid", "parse_params", "parse_value", "point_dir", "run_point",
+           "split_values", "summary", "sweep"]
 
 
 def parse_value(text: str):
@@ -43,6 +44,53 @@ def parse_value(text: str):
         return yaml.safe_load(text)
     except yaml.YAMLError:
         return text
+
+
+def split_values(text: str) -> list[str]:
+    """`1,2,[3, 4],'a,b'` as its values: split at the commas outside brackets, braces and quotes."""
+    out, depth, quote, cur = [], 0, "", ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    out.append(cur.strip())
+    return out
+
+
+def parse_params(groups: Sequence[Sequence[str]]) -> tuple[dict[str, list], list[str]]:
+    """The grid of `-p` options, each a list of the words after one -p: `NAME=V1,V2` (values added to the
+    name's, so `-p NAME=V` may repeat), or the old form `NAME V1 V2 ...`. Returns the grid and the
+    first old-form group (empty: none), for a note."""
+    params: dict[str, list] = {}
+    old: list[str] = []
+    for group in groups:
+        head = group[0]
+        if "=" in head:
+            if len(group) > 1:
+                raise ValueError(f"-p {' '.join(group)}: one NAME=V1,V2 per -p (values comma-separated)")
+            name, _, text = head.partition("=")
+            values = split_values(text)
+            if not name.strip() or any(v == "" for v in values):
+                raise ValueError(f"-p {head}: expected NAME=V1,V2 with no empty value, e.g. -p threads=1,2")
+            params.setdefault(name.strip(), []).extend(parse_value(v) for v in values)
+            continue
+        if len(group) < 2:
+            raise ValueError(f"-p {head}: expected NAME=V1,V2, e.g. -p {head}=1,2")
+        if head in params:
+            raise ValueError(f"-p {head}: given twice; list all its values after one -p")
+        old = old or list(group)
+        params[head] = [parse_value(v) for v in group[1:]]
+    return params, old
 
 
 def grid(params: Mapping[str, Sequence]) -> list[dict]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -36,10 +37,35 @@ def test_the_grid_is_the_product_in_the_order_given():
         sweep.grid({"1x": [1]})
 
 
+def test_p_takes_name_equals_values_repeated_or_the_old_form():
+    assert sweep.parse_params([["backend=posix,io_uring"], ["threads=1,[1, 2]"]]) == \
+        ({"backend": ["posix", "io_uring"], "threads": [1, [1, 2]]}, [])
+    # repeated -p NAME=V adds values; quotes and brackets keep their commas
+    assert sweep.parse_params([["backend=posix"], ["backend=io_uring"], ["name='a,b'"]]) == \
+        ({"backend": ["posix", "io_uring"], "name": ["a,b"]}, [])
+    # the old form still works, and is returned for the note
+    assert sweep.parse_params([["backend", "posix", "io_uring"], ["scale=smoke"]]) == \
+        ({"backend": ["posix", "io_uring"], "scale": ["smoke"]}, ["backend", "posix", "io_uring"])
+    for bad, message in ((["threads"], "-p threads: expected NAME=V1,V2, e.g. -p threads=1,2"),
+                         (["threads=1,"], "-p threads=1,: expected NAME=V1,V2 with no empty value"),
+                         (["=1"], "-p =1: expected NAME=V1,V2"),
+                         (["threads=1", "2"], "-p threads=1 2: one NAME=V1,V2 per -p")):
+        with pytest.raises(ValueError, match="^" + re.escape(message)):
+            sweep.parse_params([bad])
+
+
+def test_the_old_p_form_is_noted_in_one_line(tmp_path):
+    r = rxlab("sweep", "00", "-p", "scael", "smoke", "--out", tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "rxlab sweep: -p scael smoke is the old form; write -p scael=smoke (the same grid)",
+        "rxlab: parameter 'scael': 00_start_here has backend, scale, db_dir, threads, workload"]
+
+
 def test_a_sweep_with_a_failing_point_finishes_the_rest_and_resumes(tmp_path):
     env = {**os.environ, "RXLAB_RUNS": str(tmp_path / "runs"), "RXLAB_FIGURES": str(tmp_path / "figures")}
     out = tmp_path / "sweep"
-    args = ("sweep", "00", "-p", "scale", "smoke", "-p", "backend", "nosuch", "posix", "--out", out, "--quiet")
+    args = ("sweep", "00", "-p", "scale=smoke", "-p", "backend=nosuch,posix", "--out", out, "--quiet")
     r = rxlab(*args, env=env)
     assert r.returncode == 1, r.stderr
     assert "1 of 2 points failed" in r.stderr
@@ -61,6 +87,6 @@ def test_a_sweep_with_a_failing_point_finishes_the_rest_and_resumes(tmp_path):
 
 
 def test_an_unknown_parameter_is_refused_in_one_line(tmp_path):
-    r = rxlab("sweep", "00", "-p", "scael", "smoke", "--out", tmp_path)
+    r = rxlab("sweep", "00", "-p", "scael=smoke", "--out", tmp_path)
     assert r.returncode == 2
     assert r.stderr.strip() == "rxlab: parameter 'scael': 00_start_here has backend, scale, db_dir, threads, workload"
