@@ -17,16 +17,21 @@ from tqdm import tqdm
 
 from rxlab.bench import references
 from rxlab.bench.references import plugin_path
+from rxlab.core import engines
 from rxlab.core.builds import active_build
 
 SCALES = {"smoke": {"num": 20_000, "duration": 1}, "small": {"num": 500_000, "duration": 5}}
-BACKENDS = {
-    "default": None,
-    "posix": "rxlab://posix",
-    "libaio": "rxlab://libaio",
-    "io_uring": "rxlab://io_uring",
-    "io_uring+reg+fixed": "rxlab://io_uring?registered_files=1&fixed_buffers=1",
-}
+
+
+def backends() -> list[str]:
+    """What `rxlab compare` runs: every backend of the registry (default first), and each engine with
+    its best options where it has them (rxlab.core.engines.best)."""
+    out = []
+    for b in engines.backends():
+        out.append(b)
+        if not engines.is_default(b) and (fast := engines.best(b)) is not None:
+            out.append(fast)
+    return out
 
 
 def compare(scale: str = "small", root: Path | None = None, quiet: bool = False) -> pd.DataFrame:
@@ -36,9 +41,10 @@ def compare(scale: str = "small", root: Path | None = None, quiet: bool = False)
     rows = []
     work = Path(tempfile.mkdtemp(prefix="rxlab-compare-", dir=root))
     try:
-        for name, uri in tqdm(BACKENDS.items(), desc="backends", disable=quiet):
-            db = work / name
-            counters = work / f"{name}.json"
+        for i, name in enumerate(tqdm(backends(), desc="backends", disable=quiet)):
+            uri = engines.fs_uri(name)
+            db = work / f"db{i}"
+            counters = work / f"counters{i}.json"
             flags = {"db": str(db), "num": p["num"], "reads": p["num"], "duration": p["duration"],
                      "benchmarks": "fillseq,flush,readrandom,multireadrandom", "value_size": 400,
                      "block_size": 8192, "block_align": "true", "compression_type": "none",
@@ -47,7 +53,7 @@ def compare(scale: str = "small", root: Path | None = None, quiet: bool = False)
                      "batch_size": 16, "io_uring_enabled": "false"}
             env = {}
             if uri:
-                flags["fs_uri"] = f"{uri}{'&' if '?' in uri else '?'}counters_path={counters}"
+                flags["fs_uri"] = engines.with_options(uri, counters_path=counters)
                 env["LD_PRELOAD"] = str(plugin_path())
             res = {r["name"]: r for r in references.run_db_bench(active_build() / "bin" / "db_bench", flags, env=env)}
             c = json.loads(counters.read_text())["counters"] if counters.is_file() else {}

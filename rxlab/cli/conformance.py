@@ -8,11 +8,11 @@ from pathlib import Path
 
 from rxlab.bench.conformance import (
     DEFAULT_SUITES,
-    ENGINES,
     SUITES,
     ConformanceError,
     debug_build,
     engine_failures,
+    engine_names,
     load,
     plugin_for,
     report,
@@ -32,9 +32,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "preloaded) and over RocksDB's own file system as the control; print suite x "
                     "configuration: passed/failed/skipped. Exit 1 if an engine fails a test the control "
                     "passes.")
-    p.add_argument("--engines", default=",".join(ENGINES),
+    p.add_argument("--engines",
                    help="comma-separated engines, each with URI options if wanted (io_uring?fixed_buffers=1) "
-                        f"(default: {','.join(ENGINES)})")
+                        "(default: every engine of the registry, `rxlab engines`)")
     p.add_argument("--suites", default=",".join(DEFAULT_SUITES),
                    help=f"comma-separated test suites, or 'all' (default: the {len(DEFAULT_SUITES)} that "
                         "--list marks (default), which fit CI's time)")
@@ -78,7 +78,8 @@ def run(args) -> int:
         print(report(rows, summary))
         return 1 if engine_failures(rows) else 0
     try:
-        engines = parse_list(args.engines, ENGINES, "engine")
+        every = engine_names()
+        engines = parse_list(",".join(every) if args.engines is None else args.engines, every, "engine")
         suites = (list(SUITES) if args.suites.strip() == "all"
                   else parse_list(args.suites, list(SUITES), "suite"))
         if args.jobs < 1:

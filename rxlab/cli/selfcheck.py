@@ -1,4 +1,4 @@
-"""Self-checks: `rxlab selfcheck backends|driver|paired`, the project's own validation benchmarks.
+"""Self-checks: `rxlab selfcheck backends|driver|paired|parity`, the project's own validation benchmarks.
 
 They check rxlab against RocksDB's and fio's own tools, not a user's
 question, and they cost tens of minutes and gigabytes: so they are kept apart
@@ -7,7 +7,10 @@ bench-driver, bench-paired) still work for one release, with a note.
 """
 from __future__ import annotations
 
+import json
 import re
+import shlex
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +22,11 @@ from rxlab.bench.selfcheck import backends_in_turns as st
 from rxlab.bench.selfcheck import driver as sd
 from rxlab.bench.selfcheck import own_cost as so
 from rxlab.bench.selfcheck import paired as sp
+from rxlab.bench.selfcheck import parity as spar
+from rxlab.bench.selfcheck import parity_report as spr
+from rxlab.bench.selfcheck.parity_rows import NAMES as PARITY_ROWS
 from rxlab.bench.turns import pooled, stamped
+from rxlab.core import engines
 
 TITLE = "self-checks (tens of minutes, GiB of disk)"
 DIR_HELP = "where the benchmark DBs live (default: $RXLAB_BENCH_DIR, else data/bench in the clone)"
@@ -30,6 +37,8 @@ COSTS = {
     "driver": "about 10 minutes (--interleave: 17 min for readrandom, 10 for fio) on the backends DB "
               "(2.2 GiB, loaded first when missing)",
     "paired": "about 1 minute per pair and --reps 8 (needs the backends DB: run selfcheck backends first)",
+    "parity": "--budget (default 10 minutes), plus loading a DB for the readers (about 0.5 GiB at "
+              "--num 400000)",
 }
 # old name -> new command (rxlab 0.1's names; they go away in rxlab 0.3)
 RENAMED = {"bench-backends": "backends", "bench-driver": "driver", "bench-paired": "paired"}
@@ -37,7 +46,7 @@ RENAMED = {"bench-backends": "backends", "bench-driver": "driver", "bench-paired
 
 def add_parser(sub) -> None:
     p = sub.add_parser("selfcheck", help="rxlab checked against RocksDB's and fio's own tools: backends, "
-                                         "driver, paired (tens of minutes each, GiB of disk)",
+                                         "driver, paired, parity (tens of minutes each, GiB of disk)",
                        description="The project's own validation benchmarks, with their cost:\n"
                                    + "\n".join(f"  {k}: {v}" for k, v in COSTS.items()))
     ss = p.add_subparsers(dest="check", required=True, metavar="CHECK")
@@ -50,6 +59,12 @@ def add_parser(sub) -> None:
     _paired(ss.add_parser("paired", help=f"in-process back-to-back A/B pairs on the backends DB; "
                                          f"{COSTS['paired']}",
                           description=f"Paired A/B ratios. Cost: {COSTS['paired']}."))
+    _parity(ss.add_parser("parity", help=f"every workload on every engine against RocksDB's own file system, "
+                                         f"ratios with 95%% intervals in turns; {COSTS['parity']}",
+                          description="The parity matrix: each cell the ratio of an engine to default "
+                                      "on throughput and CPU per op, with a 95% interval, measured in turns "
+                                      "with an A/A control until every cell is resolved or the budget ends. "
+                                      f"Cost: {COSTS['parity']}."))
     for old, new in RENAMED.items():  # no help: not listed, still parsed
         q = sub.add_parser(old, description=f"Now `rxlab selfcheck {new}`.")
         {"backends": _backends, "driver": _driver, "paired": _paired}[new](q)
@@ -124,6 +139,98 @@ def _paired(p) -> None:
     p.set_defaults(fn=_run_paired)
 
 
+def _parity(p) -> None:
+    p.add_argument("--workloads", help=f"comma-separated rows (default: all): {', '.join(PARITY_ROWS)}")
+    p.add_argument("--engines", help="comma-separated engines (default: every engine of the registry, "
+                   "`rxlab engines`); each gives a plain column, and one with its best options where it "
+                   "has them")
+    p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default: 1,2)")
+    p.add_argument("--condition", default="quiet", help="quiet, busy (one process spinning on a CPU beside "
+                   "every run) or both (default: quiet)")
+    p.add_argument("--direct", default="on", help="O_DIRECT reads, flush and compaction: on, off or both "
+                   "(default: on)")
+    p.add_argument("--sync", default="off", help="--sync writes: off, on or both (default: off)")
+    p.add_argument("--target", type=float, default=spar.resolution.DEFAULT_TARGET_PCT,
+                   help="stop adding turns to a cell once its half-width is at most this many percent "
+                   "(default: 2)")
+    p.add_argument("--budget", default="10m", help="time for all the turns, e.g. 90s, 10m, 1.5h "
+                   "(default: 10m); cells not resolved by then are marked so")
+    p.add_argument("--num", type=int, default=400_000, help="keys per fill and in the readers' DB "
+                   "(default: 400000, 1,000-byte values)")
+    p.add_argument("--duration", type=int, default=5, help="whole seconds of each timed row (readers, "
+                   "readwhilewriting, mixgraph; db_bench's --duration; default: 5)")
+    p.add_argument("--min-turns", type=int, default=spar.resolution.MIN_TURNS,
+                   help="turns before a cell may be called resolved (default: 3)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON instead of the table")
+    p.add_argument("--out", help="where the runs, cells, JSON and figure go (default: "
+                   "<--dir>/parity/<UTC time>)")
+    p.add_argument("--figure-dir", help="also write the figure (with its table and sidecar) here, "
+                   "e.g. docs/methods/figures")
+    p.add_argument("--dir", help=DIR_HELP)
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(fn=_run_parity)
+
+
+def _words(name: str, value: str | None) -> tuple[str, ...]:
+    words = tuple(w.strip() for w in (value or "").split(",") if w.strip())
+    if value is not None and not words:
+        raise ValueError(f"{name} {value!r}: expected a comma-separated list")
+    return words
+
+
+def _switch(name: str, value: str) -> tuple[bool, ...]:
+    v = {"on": (True,), "off": (False,), "both": (True, False)}.get(value.strip().lower())
+    if v is None:
+        raise ValueError(f"{name} {value!r}: expected on, off or both")
+    return v
+
+
+def _parity_settings(a) -> spar.Settings:
+    """The command line as parity Settings; one line naming a bad value."""
+    threads = []
+    for w in _words("--threads", a.threads):
+        try:
+            threads.append(int(w))
+        except ValueError:
+            raise ValueError(f"--threads {a.threads!r}: expected integers >= 1, e.g. 1,2") from None
+    cond = a.condition.strip().lower()
+    if cond not in ("quiet", "busy", "both"):
+        raise ValueError(f"--condition {a.condition!r}: expected quiet, busy or both")
+    if a.min_turns < 2:
+        raise ValueError(f"--min-turns {a.min_turns}: expected at least 2 (an interval needs two turns)")
+    return spar.Settings(
+        workloads=_words("--workloads", a.workloads) or PARITY_ROWS,
+        engines=_words("--engines", a.engines), threads=tuple(threads),
+        conditions=spar.CONDITIONS if cond == "both" else (cond,),
+        direct=_switch("--direct", a.direct), sync=tuple(sorted(_switch("--sync", a.sync))),
+        target=a.target, budget_s=spar.resolution.parse_budget(a.budget, "--budget") or 0.0,
+        num=a.num, duration=a.duration, min_turns=a.min_turns).check()
+
+
+def _run_parity(a) -> int:
+    s = _parity_settings(a)
+    root = Path(a.dir) if a.dir else sb.default_root()
+    s.workdir = root / "parity-db"  # the readers' loaded DB, kept and reused while its options match
+    out = Path(a.out) if a.out else root / "parity" / stamped(Path("run")).name.removeprefix("run-")
+    command = shlex.join(["rxlab", *sys.argv[1:]])
+    m = spar.Matrix(s, out, log=(lambda _m: None) if a.quiet else None,
+                    on_turn=lambda mm: spr.store(mm, mm.table(), command))
+    table = m.run()
+    files = spr.store(m, table, command)
+    fig = spr.save_figure(table, out, notes=command) if not table.empty else {}
+    if a.figure_dir and not table.empty:
+        fig = spr.save_figure(table, Path(a.figure_dir), notes=command)
+    files.update({f"figure.{k}": v for k, v in fig.items()})
+    m.files = files
+    if a.json:
+        print(json.dumps(spr.document(m, table, command), indent=1))
+    else:
+        print(spr.text(m, table))
+        print(f"\nruns: {files['runs']}\ncells: {files['cells']}\njson: {files['json']}"
+              + (f"\nfigure: {fig['png']}" if fig else ""))
+    return 0
+
+
 def _interleave_cpus(a, root: Path) -> str | None:
     """The --interleave options checked in one place; the CPUs default to the one that takes the
     DB disk's interrupts (the placement every earlier pinned benchmark used), else unpinned."""
@@ -140,7 +247,7 @@ def _interleave_cpus(a, root: Path) -> str | None:
 
 
 def _uri_part(fs_uri: str | None) -> str:
-    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", (fs_uri or "").removeprefix("rxlab://"))
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", engines.label(fs_uri) if fs_uri else "")
 
 
 def _run_backends(a) -> int:

@@ -36,7 +36,7 @@ if os.environ.get("MPLBACKEND") is None and not os.environ.get("DISPLAY"):
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from rxlab.core import sysinfo
+from rxlab.core import engines, sysinfo
 from rxlab.core.paths import REPO
 
 __all__ = ["BACKEND_COLORS", "COLUMN_WIDTH_IN", "FORMATS", "PAGE_WIDTH_IN", "STYLES", "WIDTHS",
@@ -73,7 +73,10 @@ def backend_color(name: str) -> str:
     """The colour of a backend; URIs reduce to their engine if not listed."""
     if name in BACKEND_COLORS:
         return BACKEND_COLORS[name]
-    base = str(name).removeprefix("rxlab://").split("?")[0]
+    try:
+        base = engines.engine(name)
+    except ValueError:
+        base = str(name)
     return BACKEND_COLORS.get(base, CYCLE[sum(map(ord, base)) % len(CYCLE)])
 
 

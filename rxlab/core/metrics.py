@@ -63,6 +63,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from rxlab.core import engines
+
 SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's block size
 
 RAW_COLUMNS = (
@@ -103,8 +105,13 @@ def backend_label(uri) -> str | None:
     """
     if uri is None or (isinstance(uri, float) and np.isnan(uri)):
         return None
-    s = str(uri).strip().removeprefix("rxlab://").rstrip("?&")
-    return s or None
+    s = str(uri).strip()
+    if not s:
+        return None
+    try:
+        return engines.label(s)
+    except ValueError:
+        return s  # not a backend string: kept as written rather than lost
 
 
 def _frame(rows) -> pd.DataFrame:

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-import rxlab
-from rxlab.core import sysinfo
+from rxlab.core import engines, sysinfo
 from rxlab.core.units import parse_size
 
 
@@ -117,16 +116,15 @@ def backend(value, name: str = "backend", allow_delay: bool = False) -> str:
         fail(name, value, "expected a backend name or URI such as posix, io_uring?registered_files=1 "
                           "or default")
     b = value.strip()
-    base = b.removeprefix("rxlab://")
-    if not allow_delay and "delay_us=" in base:
-        fail(name, value, "give the delay through the delay_us parameter (fio's baseline gets it too)")
-    if base == "default" or base.startswith("default?"):
-        if base.removeprefix("default").removeprefix("?") not in ("", "io_uring=0", "io_uring=1"):
-            fail(name, value, "the default file system takes only io_uring=0 or io_uring=1")
-        return b
-
     try:
-        rxlab._core.parse_uri(b)
+        parsed = engines.parse(b)
+    except ValueError:
+        fail(name, value, "expected a backend name or URI such as posix, io_uring?registered_files=1 "
+                          "or default")
+    if not allow_delay and "delay_us" in parsed.options:
+        fail(name, value, "give the delay through the delay_us parameter (fio's baseline gets it too)")
+    try:
+        engines.check(b)
     except ValueError as e:
         fail(name, value, str(e).splitlines()[0] if str(e) else "not a backend")
     return b
@@ -140,7 +138,7 @@ def backend_list(name: str, value, allow_delay: bool = False) -> list[str]:
 
 
 def is_default(backend_uri: str) -> bool:
-    return backend_uri.removeprefix("rxlab://").startswith("default")
+    return engines.is_default(backend_uri)
 
 
 def db_dir(value, name: str = "db_dir", need_direct_io: bool = True) -> str | None:

@@ -56,13 +56,13 @@ from rxlab.bench.conformance.runner import Unit, gtest_match, parse_test_list, r
 from rxlab.bench.conformance.suites import (
     CONTROL,
     DEFAULT_SUITES,
-    ENGINES,
     SUITES,
     ConformanceError,
     Suite,
+    engine_names,
 )
 
-__all__ = ["CONTROL", "DEFAULT_SUITES", "ENGINES", "SUITES", "ConformanceError", "Suite", "Unit",
+__all__ = ["CONTROL", "DEFAULT_SUITES", "SUITES", "ConformanceError", "Suite", "Unit",
            "active_version", "built_tests", "classify", "counts", "debug_build", "debug_dir",
-           "engine_failures", "format_table", "gtest_match", "load", "parse_test_list", "plugin_for",
-           "report", "run_suites", "run_unit", "store"]
+           "engine_failures", "engine_names", "format_table", "gtest_match", "load", "parse_test_list",
+           "plugin_for", "report", "run_suites", "run_unit", "store"]

@@ -22,6 +22,7 @@ from pathlib import Path
 from rxlab.bench.conformance.debug_build import debug_build, debug_record, plugin_for
 from rxlab.bench.conformance.results import classify, counts, default_root, store
 from rxlab.bench.conformance.suites import CONTROL, FILTER_BYTES, SUITES, Suite
+from rxlab.core import engines as registry
 
 
 @dataclasses.dataclass
@@ -50,7 +51,7 @@ def unit_env(config: str, plugin: Path | None, tmpdir: Path) -> dict:
                         "GTEST_TOTAL_SHARDS", "GTEST_SHARD_INDEX", "GTEST_FILTER", "RXLAB_COUNTERS")}
     env["TEST_TMPDIR"] = str(tmpdir)
     if config != CONTROL:
-        env["TEST_FS_URI"] = "rxlab://" + config
+        env["TEST_FS_URI"] = registry.fs_uri(config)
         env["LD_PRELOAD"] = str(plugin)
     return env
 
@@ -173,7 +174,7 @@ def run_unit(unit: Unit, binary: Path, plugin: Path | None, work: Path, *, test_
     """Run one unit's tests; a crash or a hung test fails that test and the rest go on in a new process."""
     t0 = time.time()
     suite = unit.suite
-    tag = f"{suite.name}-{unit.config.split('?')[0]}-{unit.shard}-"
+    tag = f"{suite.name}-{registry.engine(unit.config)}-{unit.shard}-"
     tmpdir = Path(tempfile.mkdtemp(prefix=tag, dir=work))
     env = unit_env(unit.config, plugin, tmpdir / "db")
     (tmpdir / "db").mkdir()

@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from rxlab._core import parse_uri
+from rxlab.core import engines as registry
 
-# The engines RocksDB can run on (rxlab's "sync" engine moves the shared file
-# offset: rxlab fio only).
-ENGINES = ("posix", "libaio", "io_uring")
+
+def engine_names() -> list[str]:
+    """The engines the suites run over: every engine of the registry that RocksDB runs on (rxlab's
+    "sync" engine moves the shared file offset: rxlab fio only)."""
+    return registry.names()
+
 CONTROL = "control"
 
 
@@ -94,7 +97,7 @@ def parse_list(value: str, allowed, what: str) -> list[str]:
     if not items:
         raise ValueError(f"no {what} given: allowed are {', '.join(allowed)}")
     for v in items:
-        base = v.split("?", 1)[0] if what == "engine" else v
+        base = registry.engine(v) if what == "engine" else v
         if base not in allowed:
             raise ValueError(f"unknown {what} '{v}': allowed are {', '.join(allowed)}")
     return list(dict.fromkeys(items))
@@ -106,6 +109,6 @@ def check_engine_uris(engines: list[str]) -> None:
         return
     for e in engines:
         try:
-            parse_uri("rxlab://" + e)
+            registry.check(e)
         except ValueError as err:
             raise ValueError(f"engine '{e}': {err}") from None

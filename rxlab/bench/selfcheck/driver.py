@@ -38,7 +38,7 @@ from rxlab.bench.selfcheck.backends import (
     sleeps_line,
 )
 from rxlab.bench.turns import Contender, process_sched
-from rxlab.core import metrics, sysinfo
+from rxlab.core import engines, metrics, sysinfo
 from rxlab.core.builds import active_build
 
 
@@ -56,7 +56,7 @@ def _rxlab(db: Path, num: int, threads: int, duration: int, *, perf_events: bool
            fs_uri: str | None = None, seed: int = COMMON["seed"], readonly: bool = False) -> dict:
     # Without fs_uri both tools read through RocksDB's own file system (db_bench answers
     # RocksDbIOUringEnable() with true, hence default?io_uring=1 here).
-    backend = fs_uri.removeprefix("rxlab://") if fs_uri else "default?io_uring=1"
+    backend = engines.label(fs_uri) if fs_uri else "default?io_uring=1"
     spec = driver.RunSpec(perf_events=perf_events, db=str(db), backend=backend, num=num, key_size=KEY_SIZE,
                           value_size=VALUE_SIZE, threads=threads, duration=duration, block_size=8192,
                           block_align=True, cache_size=8 << 20, bloom_bits=10, use_existing_db=True,
@@ -83,7 +83,7 @@ def _check_fs_uri(fs_uri: str | None) -> None:
     if fs_uri is None:
         return
 
-    if not fs_uri.startswith("rxlab://"):
+    if not fs_uri.startswith(engines.SCHEME):
         raise ValueError(f"fs_uri={fs_uri!r}: must be an rxlab:// URI (rxlab engines lists them)")
     rxlab._core.parse_uri(fs_uri)
 

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from rxlab import studies
-from rxlab.core import builds, metrics, store
+from rxlab.core import builds, engines, metrics, store
 from rxlab.core import params as checks
 from rxlab.core.study import SCALES
 
@@ -138,6 +138,13 @@ def _study_of(run_names: pd.Series) -> tuple[pd.Series, pd.Series]:
     return study, sid
 
 
+def _engine_of(backend: str) -> str:
+    try:
+        return engines.engine(backend)
+    except ValueError:
+        return backend  # "?" (no backend recorded) or a string that is not one: shown as it is
+
+
 def _explorer_columns(cat: pd.DataFrame) -> pd.DataFrame:
     """Catalog rows with the explorer's columns in front: study, study_id, benchmark, backend, engine,
     threads, build, host, date, started, scale, then the seeds' and rxlab's derived columns, then raw."""
@@ -155,7 +162,7 @@ def _explorer_columns(cat: pd.DataFrame) -> pd.DataFrame:
             "study_id": sid,
             "benchmark": cat.get("name", pd.Series(None, index=cat.index)).fillna("?").astype(str),
             "backend": backend,
-            "engine": backend.str.split("?").str[0],
+            "engine": backend.map(_engine_of),
             "threads": threads.astype("Int64"),
             "build": cat.get("rocksdb_build", pd.Series(None, index=cat.index)).fillna("?").astype(str),
             "host": cat.get("host", pd.Series(None, index=cat.index)).fillna("?").astype(str),

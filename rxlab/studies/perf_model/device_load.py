@@ -24,9 +24,6 @@ summary alone.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -34,6 +31,7 @@ import pandas as pd
 
 from rxlab.bench import fio
 from rxlab.bench.irq import busiest_irq_cpu
+from rxlab.bench.neighbour import Spinner
 from rxlab.core import figures, metrics, stats, store
 from rxlab.core.study import new_study_id
 
@@ -44,31 +42,8 @@ THINK_US = (0, 40)             # the reader's spin between reads: none, and abou
 RUN_NAME = "device-load"       # each run is named <prefix>-<neighbour>-t<think> (default prefix: this)
 COLUMNS = ["think_us", "neighbour", "rep", "reader_cpu", "busy_cpu", "iops", "io.lat", "lat_us", "cpuPer",
            "runqPer", "busy_vcpus", "run"]
-# The spinner dies with its parent (PR_SET_PDEATHSIG, SIGKILL): a notebook killed mid-run must not
-# leave a CPU spinning under every later measurement on the machine.
-_SPIN = ("import ctypes, os, sys\nctypes.CDLL(None).prctl(1, 9)\nif os.getppid() != int(sys.argv[2]):\n"
-         "    sys.exit(0)\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n")
-
-
-class _Spinner:
-    """A process spinning on one CPU for the length of a `with` block."""
-
-    def __init__(self, cpu: int | None):
-        self.cpu, self.proc = cpu, None
-
-    def __enter__(self):
-        if self.cpu is not None:
-            self.proc = subprocess.Popen([sys.executable, "-c", _SPIN, str(self.cpu), str(os.getpid())])
-            time.sleep(0.2)  # on its CPU before the reads start
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"device_load: the spinner on CPU {self.cpu} exited with "
-                                   f"{self.proc.returncode}")
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
+# The busy neighbour (a process spinning on one CPU) is the project's one CPU-contention load.
+_Spinner = Spinner
 
 
 def _row(think: float, neighbour: str, rep: int, reader_cpu, busy_cpu, total: dict, vcpus: int,
