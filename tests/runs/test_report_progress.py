@@ -41,21 +41,21 @@ def test_report_streams_the_notebooks_own_progress(tmp_path):
     env = {**os.environ, "RXLAB_RUNS": str(tmp_path / "runs"), "RXLAB_SCRATCH": str(tmp_path / "scratch")}
     env.pop("RXLAB_FIGURES", None)
     before = _digest(REPO / "figures")
-    p = subprocess.Popen([*rxlab_cmd(), "report", "--scale", "smoke", "--only", "00", "--figures",
-                          str(tmp_path / "figs")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
-    t0 = time.monotonic()
     seen: list[tuple[float, str]] = []
+    with subprocess.Popen([*rxlab_cmd(), "report", "--scale", "smoke", "--only", "00", "--figures",
+                           str(tmp_path / "figs")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as p:
+        t0 = time.monotonic()
 
-    def read():
-        for chunk in iter(lambda: p.stderr.read(64), ""):  # a bar updates with \r, not \n: read as it comes
-            seen.append((time.monotonic() - t0, chunk))
+        def read():
+            for chunk in iter(lambda: p.stderr.read(64), ""):  # a bar updates with \r, not \n: as it comes
+                seen.append((time.monotonic() - t0, chunk))
 
-    reader = threading.Thread(target=read)
-    reader.start()
-    out = p.stdout.read()
-    p.wait(timeout=280)
-    reader.join(timeout=10)
+        reader = threading.Thread(target=read)
+        reader.start()
+        out = p.stdout.read()
+        p.wait(timeout=280)
+        reader.join(timeout=10)
     err = "".join(c for _, c in seen)
     assert p.returncode == 0, err[-3000:] + out
     assert err.startswith("report (smoke) 1/1: 00_start_here\n")
