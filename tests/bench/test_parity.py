@@ -107,3 +107,21 @@ def test_bad_input_is_one_line(args, names, allowed, tmp_path):
     assert len(lines) == 1 and "Traceback" not in r.stderr, describe(r)
     assert names in lines[0] and allowed in lines[0], lines[0]
     assert not list(tmp_path.iterdir()), "nothing is written for bad input"
+
+
+def test_a_run_that_fails_is_a_failed_cell_and_the_rest_goes_on(tmp_path):
+    """An engine configuration that db_bench cannot open (iopoll without polled queues, refused by the
+    engine) fails its cells with the engine's own words; the other columns are still measured."""
+    from rxlab.bench.selfcheck import parity  # noqa: PLC0415 - the module under test, beside the CLI tests
+
+    s = parity.Settings(workloads=("fillseq",), engines=("posix",), threads=(1,), num=2000, budget_s=30,
+                        min_turns=2, target=50).check()
+    s.cols["io_uring+iopoll"] = "io_uring?iopoll=1"
+    m = parity.Matrix(s, tmp_path, log=lambda _m: None)
+    table = m.run()
+    bad = table[table["config"] == "io_uring+iopoll"]
+    assert set(bad["metric"]) == set(parity.METRICS)
+    assert bad["status"].str.startswith("failed: ").all() and bad["status"].str.contains("iopoll").all(), bad
+    assert not bad["resolved"].any()
+    ok = table[table["config"] == "posix"]
+    assert len(ok) == 2 and (ok["turns"] >= 2).all() and ok["ratio"].gt(0).all(), ok

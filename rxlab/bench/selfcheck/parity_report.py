@@ -16,6 +16,11 @@ from rxlab.core import engines, figures
 FIGURE = "parity_matrix"
 
 
+def backend_of(column: str) -> str:
+    """The backend a column measures: `io_uring+best` is io_uring with its best options."""
+    return (engines.best(column.removesuffix("+best")) or column) if column.endswith("+best") else column
+
+
 def _cell(r) -> str:
     if str(r["status"]).startswith("failed"):
         return "FAILED"
@@ -125,7 +130,7 @@ def draw(table: pd.DataFrame, title: str = ""):
     for ax, (metric, name) in zip(axes[0], METRICS.items(), strict=True):
         d = t[t["metric"] == metric]
         for j, c in enumerate(configs):
-            col = figures.backend_color(c) if c != "A/A" else "#4d4d4d"
+            col = "#4d4d4d" if c == "A/A" else figures.backend_color(backend_of(c))
             dc = d[d["config"] == c]
             y = np.array([cells.index(x) for x in dc["cell"]]) - 0.4 + step * (j + 0.5)
             lo = (dc["ratio"] - dc["lo"]).fillna(0).clip(lower=0)
@@ -139,10 +144,12 @@ def draw(table: pd.DataFrame, title: str = ""):
         ax.set_xlabel(f"{name}: ratio to {BASE}")
         ax.set_yticks(range(len(cells)), cells)
     axes[0][0].set_ylim(len(cells) - 0.5, -0.5)  # the first cell on top
-    axes[0][0].legend(fontsize="x-small", loc="best")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize="x-small", loc="lower center", ncols=min(len(labels), 6),
+               frameon=False)
     fig.suptitle(title or "engines / default, 95% intervals; hollow: not resolved to the target",
                  fontsize="small")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))  # the legend below the panels
     return fig
 
 
