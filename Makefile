@@ -2,17 +2,19 @@
 #   make setup   install what is missing, build RocksDB, create .venv, run the main job (small)
 #   make test    the same set-up when missing, then the whole test suite and RocksDB's own
 #                suites over every engine (rxlab conformance, on a Debug test build made once)
+# And for a developer's loop (docs/contributing.md):
+#   make check   lint, the layers contract and the unit tests that run no RocksDB (under 3 minutes)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 SCALE  ?= small
-PYTEST_ARGS ?=
-CONFORMANCE_ARGS ?=
 # The main job's figures: a folder of the user's own (ignored by git); figures/ is the committed set,
 # regenerated only by an explicit `rxlab report`.
 FIGURES ?= figures-local
+PYTEST_ARGS ?=
+CONFORMANCE_ARGS ?=
 
-.PHONY: setup test deps rocksdb venv ext main lab bench conformance docs docs-serve clean
+.PHONY: setup test check deps rocksdb venv ext main lab bench conformance docs docs-serve clean
 
 setup: ext main
 
@@ -24,6 +26,18 @@ test: ext
 	@fail=0; $(PY) -m pytest $(PYTEST_ARGS) || fail=1; \
 	  $(VENV)/bin/rxlab conformance $(CONFORMANCE_ARGS) || fail=1; \
 	  exit $$fail
+
+# The fast loop: ruff, the layers contract, then the tests not marked `rocksdb` (tests/conftest.py says
+# which are). It builds nothing: it uses the venv `make setup` made, as it is. ruff looks at the Python
+# files changed since the last commit and the new ones (the tree as a whole is not clean under today's
+# ruff yet): `make check RUFF_FILES="rxlab tests"` looks at everything.
+RUFF_FILES ?= $(shell { git diff --name-only --diff-filter=d HEAD -- '*.py'; git ls-files -o --exclude-standard -- '*.py'; } 2>/dev/null | sort -u)
+check:
+	@test -x $(VENV)/bin/ruff || { echo "make check: no $(VENV) with the test tools: run make setup first" >&2; exit 1; }
+	@if [ -n "$(strip $(RUFF_FILES))" ]; then echo "ruff check (changed files)"; $(VENV)/bin/ruff check $(RUFF_FILES); \
+	  else echo "ruff: no Python file changed since the last commit"; fi
+	$(VENV)/bin/lint-imports
+	$(PY) -m pytest -q -m "not rocksdb" $(PYTEST_ARGS)
 
 conformance: ext
 	$(VENV)/bin/rxlab conformance $(CONFORMANCE_ARGS)

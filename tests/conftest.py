@@ -38,9 +38,11 @@ RX_BACKENDS = [b for b in BACKENDS if not b.startswith("default")]
 
 # Syscall counters (sys.NAME.count) that prove IO went through an engine, and
 # the ones of the other engines, which must stay at zero. One exception by
-# design: buffered (non-O_DIRECT) writes use pwrite64 on every engine unless
-# the backend says buffered_writes=engine (ext4 punts buffered io_uring
-# writes to kernel workers: 55 us per WAL append against 1.6 us).
+# design: RocksDB waits for each write, so writes use pwrite64 on every engine
+# unless the backend says buffered_writes=engine (the WAL, the MANIFEST) or
+# direct_writes=engine (O_DIRECT flush and compaction writes): ext4 punts
+# buffered io_uring writes to kernel workers (55 us per WAL append against
+# 1.6 us), and a write nothing overlaps gains nothing from a queue.
 ENGINE_SYSCALLS = {
     "posix": {"read": ["pread64"], "write": ["pwrite64"]},
     "libaio": {"read": ["io_submit", "io_getevents"], "write": ["io_submit", "io_getevents"]},
@@ -50,8 +52,13 @@ DATA_SYSCALLS = ["pread64", "pwrite64", "io_submit", "io_getevents", "io_uring_e
 
 
 def pwrite_allowed(backend: str) -> bool:
-    """May this backend issue pwrite64 for buffered writes?"""
-    return "buffered_writes=engine" not in backend
+    """May this backend issue pwrite64 for some of its writes?"""
+    return not ("buffered_writes=engine" in backend and "direct_writes=engine" in backend)
+
+
+def writes_through_engine(backend: str) -> bool:
+    """Does any kind of write (buffered or O_DIRECT) go through the engine?"""
+    return "buffered_writes=engine" in backend or "direct_writes=engine" in backend
 
 
 def engine_of(backend: str) -> str | None:
@@ -118,7 +125,7 @@ def load_db(path: str | Path, backend: str, n: int, value_size: int | Sequence[i
     value_size: an int, or a sequence of sizes to choose from per key.
     Returns {key: value} of everything written (the expected content).
     """
-    import rxlab
+    import rxlab  # noqa: PLC0415 - when a test needs a DB: collecting the others needs no extension
 
     rng = random.Random(seed)
     ks = list(keys) if keys is not None else [key(i) for i in range(n)]
@@ -141,7 +148,7 @@ def load_db(path: str | Path, backend: str, n: int, value_size: int | Sequence[i
 def open_db() -> Callable:
     """open_db(path, backend, options, statistics=False): rxlab.open, closed at teardown
     (so a failing test does not leave a DB open)."""
-    import rxlab
+    import rxlab  # noqa: PLC0415 - as above
 
     opened = []
 
@@ -171,3 +178,76 @@ def polled_queues_present() -> bool:
         except OSError:
             pass
     return False
+
+
+# ---------------------------------------------------------------- make check: the `rocksdb` marker
+# `make check` runs the tests not marked `rocksdb` (docs/contributing.md). A test that opens a DB, runs
+# db_bench, fio, the driver, a study, a notebook, a server, a browser, the docs build or rxlab commands as
+# processes (seconds each) carries it: every test of a module in ROCKSDB_MODULES, each test in
+# ROCKSDB_TESTS, or a test marked @pytest.mark.rocksdb itself.
+TESTS = Path(__file__).resolve().parent
+ROCKSDB_MODULES = frozenset({
+    "ext/test_crash.py", "ext/test_engines.py", "ext/test_mmap.py", "ext/test_plugin.py",
+    "ext/test_strace.py",
+    "bench/test_cancel.py", "bench/test_conformance.py", "bench/test_driver.py", "bench/test_parity.py",
+    "bench/test_references.py", "bench/test_selfcheck_backends.py", "bench/test_turns.py",
+    "cli/test_ab.py", "cli/test_cli.py", "cli/test_faults.py", "cli/test_lab.py", "cli/test_runs_list.py",
+    "cli/test_study_executions.py", "cli/test_worker.py",
+    "runs/test_browser.py", "runs/test_distributed.py", "runs/test_explore.py", "runs/test_figures_export.py",
+    "runs/test_notebooks.py", "runs/test_report_progress.py", "runs/test_sweep.py",
+    "studies/test_async_io.py", "studies/test_backends_study.py", "studies/test_compaction_readahead.py",
+    "studies/test_cpu_breakdown.py", "studies/test_device_load.py", "studies/test_io_efficiency.py",
+    "studies/test_io_efficiency_tuning.py", "studies/test_perf_model.py", "studies/test_placement.py",
+    "studies/test_quickstart.py", "studies/test_quickstart_tmpdir.py", "studies/test_toolchains.py",
+    "studies/test_tracing_overhead.py",
+    "test_docs.py", "test_readme.py",
+})
+# Tests of modules that mix both: each runs the installed `rxlab` as a user does.
+ROCKSDB_TESTS = frozenset({
+    "cli/test_help.py::test_everyday_commands_come_first_and_self_checks_last",
+    "cli/test_help.py::test_a_command_takes_no_abbreviation",
+    "cli/test_help.py::test_report_help_says_its_scale_and_that_it_overwrites_figures",
+    "cli/test_help.py::test_bench_and_fio_help_list_every_flag_with_meaning_and_default",
+})
+# An unmarked test slower than this is named at the end of `make check`: mark it or make it faster.
+CHECK_SLOW_S = 5.0
+
+
+def _checking(config) -> bool:
+    return "not rocksdb" in (config.getoption("markexpr", "") or "")
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under `-m "not rocksdb"`, a module of ROCKSDB_MODULES is not even imported (collecting them all
+    takes a minute on 2 busy cores)."""
+    if _checking(config) and collection_path.suffix == ".py":
+        try:
+            rel = collection_path.relative_to(TESTS).as_posix()
+        except ValueError:
+            return None
+        if rel in ROCKSDB_MODULES:
+            return True
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        try:
+            rel = item.path.relative_to(TESTS).as_posix()
+        except ValueError:
+            continue
+        if rel in ROCKSDB_MODULES or f"{rel}::{item.originalname}" in ROCKSDB_TESTS:
+            item.add_marker(pytest.mark.rocksdb)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if not _checking(config):
+        return
+    slow = sorted(((r.duration, r.nodeid) for rs in terminalreporter.stats.values() for r in rs
+                   if getattr(r, "when", None) in ("setup", "call")
+                   and getattr(r, "duration", 0) > CHECK_SLOW_S), reverse=True)
+    if slow:
+        terminalreporter.section("unmarked slow tests (mark them rocksdb in tests/conftest.py, or make them "
+                                 "faster)")
+        for d, nodeid in slow:
+            terminalreporter.write_line(f"{d:6.1f} s  {nodeid}")

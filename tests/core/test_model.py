@@ -553,10 +553,7 @@ def test_fio_reading_unaligned_blocks_carries_the_size_penalty_to_more_clients()
 
 def test_the_package_keeps_the_modules_public_names():
     """rxlab.core.model became a package (seed, rows, terms, fit, evaluate): `from rxlab.core import
-    model` gives the same public names, and the old flat path `rxlab.model` still finds it."""
-    import importlib  # noqa: PLC0415 - the old path warns on import: only here
-    import warnings  # noqa: PLC0415
-
+    model` gives the same public names."""
     for name in ("PARAMS", "DEVICES", "NEUTRAL", "RUNQ", "AWAY", "STEAL", "SEED_TESTS", "SEED_BLOOM",
                  "SEED_DEVICE_US", "SEED_LIBC_KERNEL_US", "DEFAULT_BS_KIB", "AWAY_SPREAD", "SIZE_SPREAD_KIB",
                  "STEAL_SPREAD_US", "DELAY_SMOOTH_US", "Evaluation", "ModelFit", "evaluate", "fit",
@@ -564,7 +561,3 @@ def test_the_package_keeps_the_modules_public_names():
                  "sensitivity"):
         assert name in model.__all__ and getattr(model, name) is not None, name
     assert list(model.PARAMS)[:2] == ["dev_1_us", "dev_per_thread_us"] and len(model.PARAMS) == 12
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        old = importlib.import_module("rxlab.model")
-    assert old.fit is model.fit and old.ModelFit is model.ModelFit
