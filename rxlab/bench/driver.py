@@ -35,6 +35,7 @@ from rxlab.bench.references import Sampler
 from rxlab.core import sysinfo
 from rxlab.core.builds import active_build
 from rxlab.core.store import RunWriter
+from rxlab.core.units import size_words
 
 # db_bench's benchmarks that the C++ driver runs (checked again there).
 BENCHMARKS = ("fillseq", "fillrandom", "overwrite", "readrandom", "readseq", "readreverse",
@@ -323,8 +324,8 @@ def validate(spec: RunSpec) -> None:
         need = spec.num * (spec.key_size + spec.value_size) * 1.5
         free = shutil.disk_usage(sysinfo.existing_parent(db)).free
         if need > free:
-            raise ValueError(f"num={spec.num}: needs about {need / 2**30:.1f} GiB at {db}, "
-                             f"only {free / 2**30:.1f} GiB free")
+            raise ValueError(f"num={spec.num}: needs about {size_words(need)} at {db}, "
+                             f"only {size_words(free)} free")
 
 
 def is_rocksdb(db: str | os.PathLike) -> bool:

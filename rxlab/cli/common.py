@@ -71,7 +71,10 @@ def first_line(e: BaseException) -> str:
 
 
 def fail(prog: str, e: BaseException) -> int:
-    print(f"{prog}: {first_line(e)}", file=sys.stderr)
+    """One line naming the cause (one per bad value when there are several: rxlab.core.params.ParamErrors
+    carries them as `lines`), exit code 2."""
+    for line in getattr(e, "lines", None) or [first_line(e)]:
+        print(f"{prog}: {line}", file=sys.stderr)
     return EXIT_BAD_INPUT
 
 

@@ -2,12 +2,11 @@
 here or on Dask) and `rxlab worker` (this host's one Dask worker)."""
 from __future__ import annotations
 
-import subprocess
 import sys
 
 from rxlab.core import figures
 from rxlab.core.study import SCALES
-from rxlab.runs.distributed import sweep_distributed, worker_command
+from rxlab.runs.distributed import check_tls, run_worker, scheduler_address, sweep_distributed, worker_command
 from rxlab.runs.report import report
 from rxlab.runs.sweep import parse_params, sweep
 
@@ -95,10 +94,12 @@ def _sweep(a) -> int:
 
 def _worker(a) -> int:
     cmd, env = worker_command(a.scheduler, a.host_id, a.scheduler_file, a.dask_args)
+    if not a.dry_run:  # certificates refused in one line here, not in a traceback of dask worker's
+        check_tls(a.scheduler or scheduler_address(a.scheduler_file), "worker", a.dask_args)
     print(" ".join(cmd), file=sys.stdout if a.dry_run else sys.stderr)
     if a.dry_run:
         return 0
-    return subprocess.call(cmd, env=env)
+    return run_worker(cmd, env)
 
 
 def _report(a) -> int:

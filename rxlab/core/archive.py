@@ -10,6 +10,7 @@ store is written: members with absolute paths or `..` are refused.
 """
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
@@ -17,6 +18,7 @@ import shutil
 import tarfile
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +31,32 @@ __all__ = ["ARCHIVE_FORMAT", "archive_study", "import_archive", "study_runs"]
 
 ARCHIVE_FORMAT = 1
 INDEX = "ARCHIVE.json"
+
+
+# What reading a cut or damaged .tar.gz raises: a stream cut short (EOFError), a bad tar header
+# (tarfile.ReadError: bad checksum), damaged compressed data (zlib.error, gzip's BadGzipFile: an OSError).
+_DAMAGED = (EOFError, tarfile.TarError, zlib.error, gzip.BadGzipFile)
+
+
+def _why(e: BaseException) -> str:
+    text = (str(e).strip().splitlines() or [""])[0]
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _damaged(path: Path, e: BaseException) -> str:
+    cut = isinstance(e, EOFError)
+    return (f"{path}: {'truncated' if cut else 'damaged'} archive ({_why(e)}); nothing was imported "
+            f"(copy it again, or pack it again with `rxlab archive`)")
+
+
+def _ends_cleanly(tar: tarfile.TarFile) -> bool:
+    """Is what follows the last member tarfile listed the end-of-archive zeros? (tarfile stops listing,
+    silently, at a bad header after the first one: the members after it would be left out unsaid.)"""
+    tar.fileobj.seek(tar.offset)
+    while chunk := tar.fileobj.read(1 << 20):
+        if chunk.strip(b"\0"):
+            return False
+    return True
 
 
 def study_runs(study_id: str, root: str | os.PathLike | None = None) -> list[str]:
@@ -83,26 +111,45 @@ def import_archive(path: str | os.PathLike, root: str | os.PathLike | None = Non
         raise ValueError(f"{path}: no such archive file")
     try:
         tar = tarfile.open(path, "r:gz")
-    except (tarfile.TarError, OSError) as e:
-        raise ValueError(f"{path}: not an rxlab archive ({type(e).__name__})") from None
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as e:
+        raise ValueError(_damaged(path, e) if isinstance(e, EOFError) else
+                         f"{path}: not an rxlab archive, or a damaged one ({_why(e)})") from None
     root.mkdir(parents=True, exist_ok=True)
     with tar, tempfile.TemporaryDirectory(prefix=".import-", dir=root) as tmpdir:
         try:
             index = json.loads(tar.extractfile(INDEX).read())
         except (KeyError, AttributeError, ValueError):
             raise ValueError(f"{path}: not an rxlab archive (no {INDEX})") from None
+        except _DAMAGED as e:
+            raise ValueError(_damaged(path, e)) from None
         if index.get("format") != ARCHIVE_FORMAT:
             raise ValueError(f"{path}: archive format {index.get('format')!r}, this rxlab reads {ARCHIVE_FORMAT}")
-        for member in tar.getmembers():
+        try:
+            members = tar.getmembers()  # reads the whole archive: a cut or damaged one fails here, not midway
+            clean = _ends_cleanly(tar)
+        except _DAMAGED as e:
+            raise ValueError(_damaged(path, e)) from None
+        if not clean:
+            raise ValueError(f"{path}: damaged archive (a bad tar header at byte {tar.offset} of its data); "
+                             "nothing was imported (copy it again, or pack it again with `rxlab archive`)")
+        for member in members:
             name = Path(member.name)
             if name.is_absolute() or ".." in name.parts or member.issym() or member.islnk():
                 raise ValueError(f"{path}: refused, member {member.name!r} would land outside the store")
-        tar.extractall(tmpdir, filter="data")
+        try:
+            tar.extractall(tmpdir, filter="data")
+        except _DAMAGED as e:
+            raise ValueError(_damaged(path, e)) from None
+        # every run whole before any is moved: a damaged archive (a bad header ends tarfile's listing
+        # early, silently) imports nothing
+        cut = [r for r in index["runs"] if not store.is_complete(Path(tmpdir) / "runs" / r)]
+        if cut:
+            more = f" (and {len(cut) - 1} more)" if len(cut) > 1 else ""
+            raise ValueError(f"{path}: damaged archive: run {cut[0]}{more} is not complete in it; "
+                             "nothing was imported")
         rows = []
         for r in index["runs"]:
             src, dst = Path(tmpdir) / "runs" / r, root / r
-            if not store.is_complete(src):
-                raise ValueError(f"{path}: run {r} in the archive is not complete")
             if dst.exists():
                 rows.append({"run_id": r, "status": "already there"})
                 continue

@@ -17,9 +17,25 @@ from rxlab.core import engines, sysinfo
 from rxlab.core.units import parse_size
 
 
+class ParamError(ValueError):
+    """One bad parameter: the one line `name=value: what is allowed`, and the parameter's `name`."""
+
+    def __init__(self, name: str, line: str):
+        super().__init__(line)
+        self.name = name
+
+
+class ParamErrors(ValueError):
+    """Several bad parameters: `lines`, one per bad value (the message is those lines)."""
+
+    def __init__(self, lines: list[str]):
+        super().__init__("\n".join(lines))
+        self.lines = list(lines)
+
+
 def fail(name: str, value, allowed: str):
-    """Raise the one-line ValueError of a bad parameter: `name=value: what is allowed`."""
-    raise ValueError(f"{name}={value!r}: {allowed}")
+    """Raise the one-line ParamError (a ValueError) of a bad parameter: `name=value: what is allowed`."""
+    raise ParamError(name, f"{name}={value!r}: {allowed}")
 
 
 def as_list(v) -> list:
@@ -161,12 +177,38 @@ def db_dir(value, name: str = "db_dir", need_direct_io: bool = True) -> str | No
 
 
 class Checked:
-    """Mixin for a parameters dataclass: `checked(**kw)` refuses unknown names in one line."""
+    """Mixin for a parameters dataclass: `checked(**kw)` names every bad value, one line each."""
 
     @classmethod
     def checked(cls, **kw):
+        """The parameters, checked: a ValueError of one line when one value is bad, a ParamErrors
+        (one line per bad value, unknown names first) when several are.
+
+        A dataclass's checks stop at the first bad value, so each bad value found is set aside (its
+        default takes its place) and the parameters are checked again, until they pass or what fails
+        is not a value that was given (a check of a default that stands in for a bad value says
+        nothing about what was asked)."""
         names = [f.name for f in dataclasses.fields(cls)]
-        bad = [k for k in kw if k not in names]
-        if bad:
-            raise ValueError(f"unknown parameter {bad[0]!r}: allowed are {', '.join(names)}")
-        return cls(**kw)
+        lines = [f"unknown parameter {k!r}: allowed are {', '.join(names)}" for k in kw if k not in names]
+        given = {k: v for k, v in kw.items() if k in names}
+        while True:
+            try:
+                made = cls(**given)
+            except ParamError as e:
+                if e.name not in given:
+                    if not lines:
+                        raise
+                    break
+                lines.append(str(e))
+                del given[e.name]
+                continue
+            except ValueError:
+                if not lines:
+                    raise
+                break
+            if not lines:
+                return made
+            break
+        if len(lines) == 1:
+            raise ValueError(lines[0])
+        raise ParamErrors(lines)

@@ -42,7 +42,7 @@ from rxlab.core import executions, figures, scales, store
 from rxlab.core import params as checks
 from rxlab.core.progress import tqdm
 from rxlab.core.tables import save_table
-from rxlab.core.units import parse_size
+from rxlab.core.units import parse_size, size_words
 
 __all__ = ["FULL_DISK_FRACTION", "FULL_MAX_BYTES", "FULL_MIN_BYTES", "SCALES", "FigureSpec", "RunContext",
            "Study", "StudyParams", "StudyResult", "StudySettings", "check_space", "key_count", "manifest",
@@ -85,15 +85,15 @@ def key_count(entry: int, work: Path, free: float, *, num: int | None = None, db
     if db_bytes < FULL_MIN_BYTES:
         raise ValueError(f"scale='full': needs {FULL_MIN_BYTES / FULL_DISK_FRACTION / GIB:.0f} GiB free at "
                          f"{work} for a DB of at least {FULL_MIN_BYTES / GIB:.0f} GiB, only "
-                         f"{free / GIB:.1f} GiB free; use scale='small' or another db_dir")
+                         f"{size_words(free)} free; use scale='small' or another db_dir")
     return db_bytes // entry
 
 
 def check_space(scale: str, need: float, work: Path, free: float, smaller: str = "scale") -> None:
     """Refuse, in one line, a scale that needs more bytes than are free in the work directory."""
     if need > free:
-        raise ValueError(f"scale={scale!r}: needs about {need / GIB:.1f} GiB free at {work}, only "
-                         f"{free / GIB:.1f} GiB free; choose another db_dir or a smaller {smaller}")
+        raise ValueError(f"scale={scale!r}: needs about {size_words(need)} free at {work}, only "
+                         f"{size_words(free)} free; choose another db_dir or a smaller {smaller}")
 
 
 def match_runs(cat: pd.DataFrame, name_re: re.Pattern,
@@ -363,7 +363,7 @@ class Study:
     # ------------------------------------------------------------------ what running one does
 
     def params(self, **kw) -> StudyParams:
-        """The parameters, checked (one line naming the first bad value)."""
+        """The parameters, checked (one line per bad value: rxlab.core.params.Checked.checked)."""
         return self.Params.checked(**kw)
 
     def _settings(self, params: StudyParams):

@@ -1,7 +1,7 @@
 """Sizes as fio writes them ('8k', '2g'), read in one place so every tool accepts the same."""
 from __future__ import annotations
 
-__all__ = ["parse_size"]
+__all__ = ["parse_size", "size_words"]
 
 
 def parse_size(v) -> int:
@@ -16,3 +16,13 @@ def parse_size(v) -> int:
         return int(s)
     except ValueError:
         raise ValueError(f"size {v!r}: expected a number with an optional k, m, g or t suffix") from None
+
+
+def size_words(n: float) -> str:
+    """Bytes in the largest binary unit they fill, so that a message shows them: '40.0 MiB', '12.0 KiB',
+    '1.50 GiB', '300 bytes' (never '0.0 GiB')."""
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if abs(n) >= 1 << shift:
+            v = n / (1 << shift)
+            return f"{v:.2f} {unit}" if abs(v) < 10 else f"{v:.1f} {unit}"
+    return f"{int(n)} bytes"

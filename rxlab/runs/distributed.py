@@ -21,18 +21,24 @@ goes on.
 Security: the scheduler address may be ``tls://``; TLS certificates are
 Dask's own configuration (``distributed.comm.tls.*`` in ~/.config/dask/ or
 ``DASK_DISTRIBUTED__COMM__TLS__...``), which both client and workers read.
+`check_tls` loads them before Dask does, so a missing or unreadable one is
+refused in one line that names it. `run_worker` runs ``dask worker`` as
+rxlab worker's child and stops it when rxlab worker is stopped.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -165,7 +171,93 @@ def _client(scheduler: str):
         cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, resources={RESOURCE: 1},
                                dashboard_address=None)
         return Client(cluster), cluster
+    check_tls(scheduler, "client")
     return Client(scheduler, timeout="30s"), None
+
+
+# --------------------------------------------------------------------------- TLS, checked before Dask
+
+# rxlab worker's options after `--` that name TLS files, and where Dask's configuration holds each
+# (`distributed.comm.tls.<key>`; the worker's and the client's certificate and key are their own).
+_TLS_OPTIONS = {"--tls-ca-file": "ca-file", "--tls-cert": "cert", "--tls-key": "key"}
+
+
+def _option(args: Sequence[str], name: str) -> str | None:
+    """The value of `--name VALUE` or `--name=VALUE` in args (the last one given), else None."""
+    value = None
+    for i, a in enumerate(args):
+        if a == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif a.startswith(name + "="):
+            value = a.split("=", 1)[1]
+    return value
+
+
+def tls_files(role: str, args: Sequence[str] = ()) -> dict[str, str | None]:
+    """The TLS files a `role` ("client" or "worker") would use: ca-file, cert, key; each from the
+    command line's --tls-* options (a worker's), else Dask's configuration, else None."""
+    import dask  # noqa: PLC0415 - dask is optional (the [dist] extra)
+    import distributed  # noqa: F401, PLC0415 - loads distributed's configuration defaults
+
+    out = {}
+    for opt, key in _TLS_OPTIONS.items():
+        conf = f"distributed.comm.tls.{key}" if key == "ca-file" else f"distributed.comm.tls.{role}.{key}"
+        out[key] = _option(args, opt) or dask.config.get(conf, None)
+    return out
+
+
+def scheduler_address(scheduler_file: str | os.PathLike | None) -> str | None:
+    """The address a Dask scheduler file holds (None when there is no such file yet: a worker waits)."""
+    try:
+        return json.loads(Path(scheduler_file).read_text()).get("address") if scheduler_file else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def check_tls(address: str | None, role: str, args: Sequence[str] = ()) -> None:
+    """For a tls:// address, refuse in one line a missing certificate or one that cannot be loaded
+    (Dask would fail later with `TypeError: TLS expects a ssl_context...` or a traceback of its own)."""
+    if not str(address or "").startswith("tls://"):
+        return
+    import ssl  # noqa: PLC0415 - only for TLS
+
+    files = tls_files(role, args)
+    config = (f"Dask's configuration: distributed.comm.tls.ca-file and distributed.comm.tls.{role}.cert "
+              "(and .key) in ~/.config/dask/*.yaml or DASK_DISTRIBUTED__COMM__TLS__... "
+              "(docs/howto/sweep-tls.md)")
+    where = ("`rxlab worker ADDRESS -- --tls-ca-file CA --tls-cert CERT --tls-key KEY` or " + config
+             if role == "worker" else config)
+    missing = [k for k in ("ca-file", "cert") if not files[k]]
+    if missing:
+        raise ValueError(f"{address}: TLS needs a CA file and a {role} certificate, and no "
+                         f"{' or '.join(missing)} is given; give them with {where}")
+    for key, path in files.items():
+        why = _file_problem(path) if path else None
+        if why:
+            raise ValueError(f"{role} TLS {key} {path}: {why}")
+    try:
+        ctx = ssl.create_default_context(cafile=files["ca-file"])
+    except (ssl.SSLError, OSError) as e:
+        raise ValueError(f"{role} TLS ca-file {files['ca-file']}: not a CA certificate (PEM) "
+                         f"({_ssl_reason(e)})") from None
+    try:
+        ctx.load_cert_chain(files["cert"], files["key"])
+    except (ssl.SSLError, OSError) as e:
+        key = f" with key {files['key']}" if files["key"] else ""
+        raise ValueError(f"{role} TLS cert {files['cert']}{key}: not a certificate and its key (PEM) "
+                         f"({_ssl_reason(e)})") from None
+
+
+def _file_problem(path: str) -> str | None:
+    if not os.path.exists(path):
+        return "no such file"
+    if not os.path.isfile(path):
+        return "not a file"
+    return None if os.access(path, os.R_OK) else "not readable"
+
+
+def _ssl_reason(e: BaseException) -> str:
+    return getattr(e, "reason", None) or getattr(e, "strerror", None) or type(e).__name__
 
 
 def sweep_distributed(notebook: str | Path, params: Mapping[str, Sequence], scheduler: str = LOCAL, *,
@@ -246,6 +338,55 @@ def worker_command(scheduler: str | None, host_id: str | None = None, scheduler_
            "--nworkers", "1", "--nthreads", "1", "--resources", f"{RESOURCE}=1", "--name", hid,
            "--no-dashboard", *extra]
     return cmd, {**os.environ, "RXLAB_HOST_ID": hid}
+
+
+def _stop_with_parent() -> None:
+    """In the worker's child, before exec: the kernel sends it SIGTERM when rxlab worker dies, even by
+    SIGKILL (Linux's PR_SET_PDEATHSIG), so no `dask worker` is left connected to the scheduler."""
+    import ctypes  # noqa: PLC0415 - Linux only, in the child
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
+def run_worker(cmd: Sequence[str], env: Mapping[str, str], grace_s: float = 30) -> int:
+    """Run `dask worker` until it exits; SIGTERM and SIGINT to rxlab stop it (Dask closes the worker
+    and leaves the scheduler), SIGKILL after `grace_s` if it has not exited by then. Both are passed
+    on as SIGTERM: dask worker treats the two alike once it runs, and a dask worker still importing
+    its modules dies quietly on SIGTERM, where SIGINT prints a KeyboardInterrupt traceback.
+
+    Returns its exit code, or 128 + the signal's number when a signal stopped rxlab worker."""
+    # its own session: a terminal's Ctrl-C reaches rxlab worker alone, which passes it on once
+    proc = subprocess.Popen(list(cmd), env=dict(env), start_new_session=True,
+                            preexec_fn=_stop_with_parent)  # noqa: PLW1509 - no threads started yet
+    got: list[tuple[int, float]] = []
+
+    def forward(signum, _frame):
+        got.append((signum, time.monotonic()))
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        while True:
+            try:
+                code = proc.wait(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                if got and time.monotonic() - got[0][1] > grace_s:
+                    proc.kill()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        if proc.poll() is None:  # an exception here: never leave the child behind
+            proc.kill()
+            proc.wait()
+    if got:
+        sig = got[0][0]
+        print(f"rxlab worker: stopped by {signal.Signals(sig).name}; its dask worker (pid {proc.pid}) "
+              f"exited with {code}", file=sys.stderr)
+        return 128 + sig
+    return code
 
 
 def _child(argv: Sequence[str]) -> int:

@@ -12,14 +12,24 @@ for Ctrl-C, never a traceback. Real commands (subprocesses of the installed `rxl
 | a DB already at --db                    | refused unless --use_existing_db says what to do           |
 | Ctrl-C during a step                    | stops within a second, the partial run kept as failed, 130 |
 | a DB on tmpfs                           | n/a and a note instead of NaN iops, reqsz, io.lat          |
+| `rxlab import` of a cut archive         | X: truncated archive (EOFError: ...); nothing was imported |
+| ... of a damaged one (bad tar header)   | X: damaged archive (ReadError: bad checksum); nothing ...  |
+| several bad study parameters            | one line per bad value, unknown names first                |
+| too little free space                   | needs about 16.6 MiB at X, only 1.00 MiB free (not 0.0 GiB)|
+| a sweep client without its certificate  | tls://...: TLS needs a CA file and a client certificate... |
+| ... a missing or malformed one          | client TLS ca-file X: no such file / not a CA certificate  |
+| the same on `rxlab worker`              | worker TLS cert X with key Y: not a certificate and its key|
+| SIGTERM or Ctrl-C to `rxlab worker`     | its dask worker stops too (none re-parented to PID 1)      |
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
 import glob
+import gzip
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -30,7 +40,8 @@ import pytest
 from helpers_cli import describe, run_cli, rxlab_cmd
 
 from rxlab.bench import driver
-from rxlab.core import store, sysinfo
+from rxlab.core import archive, store, sysinfo
+from rxlab.core.study import check_space
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -245,3 +256,211 @@ def test_a_db_without_a_block_device_says_so_instead_of_nan(tmp_path):
     steps = json.loads(j.stdout)["steps"]
     assert all(note in s["notes"] for s in steps)
     assert all(s["iops"] is None for s in steps)
+
+
+# ------------------------------------------------------------------ archives
+
+
+@pytest.fixture(scope="module")
+def study_archive(tmp_path_factory):
+    """A real archive of one study's run (`rxlab archive`'s format), made once."""
+    tmp = tmp_path_factory.mktemp("archive")
+    small_run(tmp / "runs", tmp / "db", "arch-s1-posix")
+    return archive.archive_study("s1", tmp / "runs", tmp / "s1.rxlab.tar.gz")
+
+
+def _bad_header(tar_bytes: bytes, member: int) -> bytes:
+    """The tar stream with the checksum field of its `member`-th header (0: the first) spoiled."""
+    data = bytearray(tar_bytes)
+    offset = 0
+    for _ in range(member):  # each member: a 512-byte header, then its data rounded up to 512 bytes
+        size = int(data[offset + 124:offset + 136].rstrip(b"\0 ") or b"0", 8)
+        offset += 512 + (size + 511) // 512 * 512
+    data[offset + 148:offset + 156] = b"0000000\0"
+    return bytes(data)
+
+
+@pytest.mark.parametrize(("damage", "want"), [
+    ("cut", "truncated archive (EOFError: Compressed file ended before the end-of-stream marker"),
+    ("first header", "damaged one (ReadError: bad checksum)"),
+    ("later header", "damaged archive ("),  # ReadError, or a listing that stops early: by Python version
+])
+def test_import_of_a_truncated_or_damaged_archive_is_one_line_and_imports_nothing(study_archive, tmp_path,
+                                                                                   damage, want):
+    blob = study_archive.read_bytes()
+    bad = tmp_path / "bad.rxlab.tar.gz"
+    if damage == "cut":
+        bad.write_bytes(blob[:len(blob) // 2])
+    else:
+        raw = gzip.decompress(blob)
+        bad.write_bytes(gzip.compress(_bad_header(raw, 0 if damage == "first header" else 3)))
+    r = run_cli("import", bad, "--runs", tmp_path / "runs")
+    one_line(r, f"rxlab: {bad}: ", want)
+    assert not [p for p in (tmp_path / "runs").glob("*")], "something was imported"
+    good = run_cli("import", study_archive, "--runs", tmp_path / "runs")  # the archive itself loads
+    assert good.returncode == 0 and re.search(r"arch-s1-posix +imported", good.stdout), describe(good)
+
+
+# ------------------------------------------------------------------ study parameters, free space
+
+
+def test_several_bad_study_parameters_are_named_one_line_each(tmp_path):
+    r = run_cli("study", "run", "io_efficiency", "--scale", "smoke", "--runs", tmp_path / "runs",
+                "-p", "colour=red", "-p", "backend=nosuch", "-p", "threads=0", "-p", "value_size=-1")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and "Traceback" not in r.stderr, describe(r)
+    assert len(lines) == 4 and all(ln.startswith("rxlab: ") for ln in lines), describe(r)
+    assert lines[0].startswith("rxlab: unknown parameter 'colour': allowed are scale, backend, threads")
+    assert lines[1].startswith("rxlab: backend='nosuch': ")
+    assert lines[2].startswith("rxlab: threads=0: expected a non-empty list of distinct")
+    assert lines[3].startswith("rxlab: value_size=-1: expected an integer 1..")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_free_space_is_said_in_a_unit_that_shows_it(tmp_path):
+    # a study's check, given the free bytes: MiB and KiB where the sizes are small, never "0.0 GiB"
+    with pytest.raises(ValueError, match=r"^scale='smoke': needs about 40\.0 MiB free at /w, only 12\.0 KiB "
+                                         r"free; choose another db_dir or a smaller db_size$"):
+        check_space("smoke", 40 << 20, Path("/w"), 12 << 10, smaller="db_size")
+    # bench's check on a real 1 MiB file system (tmpfs, in a mount namespace of its own: nothing is left
+    # mounted whatever happens)
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    cmd = " ".join([*rxlab_cmd(), "bench", "--benchmarks=fillseq", "--num=100000", "--value_size=100",
+                    f"--db={mnt}/db", f"--runs_dir={tmp_path / 'runs'}", "--use_direct_reads=false",
+                    "--use_direct_io_for_flush_and_compaction=false"])
+    mount = f"mount -t tmpfs -o size=1m rxlab-test {mnt}"
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", mount], capture_output=True, text=True,
+                           check=False) if shutil.which("unshare") else None
+    if probe is None or probe.returncode != 0:
+        pytest.skip(f"no private tmpfs here (unshare -m and mount, as root): "
+                    f"{probe and probe.stderr.strip()}")
+    r = subprocess.run(["unshare", "-m", "sh", "-c", f"{mount} && {cmd}"], capture_output=True, text=True,
+                       timeout=120, check=False)
+    one_line(r, "rxlab bench: num=100000: needs about 16.6 MiB at ", "only 1.00 MiB free")
+    assert "0.0 GiB" not in r.stderr
+
+
+# ------------------------------------------------------------------ TLS, sweep client and worker
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    """A self-signed certificate and its key for 127.0.0.1, and a file that is no certificate."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    d = tmp_path_factory.mktemp("tls")
+    key, cert = d / "key.pem", d / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+    junk = d / "junk.pem"
+    junk.write_text("not a certificate\n")
+    return {"cert": cert, "key": key, "junk": junk, "missing": d / "missing.pem", "dir": d}
+
+
+def no_dask_tls(tmp_path: Path, **tls) -> dict:
+    """The environment without the user's Dask configuration, with the TLS settings `tls` (ca_file,
+    client__cert, ...) given as Dask's environment variables."""
+    conf = tmp_path / "dask-config"
+    conf.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
+    env["DASK_CONFIG"] = str(conf)
+    env.update({f"DASK_DISTRIBUTED__COMM__TLS__{k.upper()}": str(v) for k, v in tls.items()})
+    return env
+
+
+def run_with(env: dict, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([*rxlab_cmd(), *map(str, args)], capture_output=True, text=True, timeout=120,
+                          check=False, env=env)
+
+
+def test_a_sweep_client_without_its_tls_certificate_is_one_line(certs, tmp_path):
+    pytest.importorskip("distributed")
+    args = ("sweep", "00", "--scheduler", "tls://127.0.0.1:9", "--out", tmp_path / "sweep", "--quiet")
+    cases = [({}, "rxlab: tls://127.0.0.1:9: TLS needs a CA file and a client certificate, and no ca-file "
+                  "or cert is given; give them with Dask's configuration: distributed.comm.tls.ca-file"),
+             ({"ca_file": certs["missing"], "client__cert": certs["cert"]},
+              f"rxlab: client TLS ca-file {certs['missing']}: no such file"),
+             ({"ca_file": certs["cert"], "client__cert": certs["junk"], "client__key": certs["key"]},
+              f"rxlab: client TLS cert {certs['junk']} with key {certs['key']}: not a certificate and its "
+              "key")]
+    for tls, want in cases:
+        one_line(run_with(no_dask_tls(tmp_path, **tls), *args), want)
+
+
+def test_a_worker_without_its_tls_certificate_is_one_line(certs, tmp_path):
+    pytest.importorskip("distributed")
+    env = no_dask_tls(tmp_path)
+    worker = ("worker", "tls://127.0.0.1:9", "--host-id", "t1", "--")
+    c, k = certs["cert"], certs["key"]
+    cases = [((), "rxlab: tls://127.0.0.1:9: TLS needs a CA file and a worker certificate, and no ca-file or "
+                  "cert is given; give them with `rxlab worker ADDRESS -- --tls-ca-file CA"),
+             (("--tls-ca-file", certs["missing"], "--tls-cert", c, "--tls-key", k),
+              f"rxlab: worker TLS ca-file {certs['missing']}: no such file"),
+             ((f"--tls-ca-file={certs['junk']}", "--tls-cert", c, "--tls-key", k),
+              f"rxlab: worker TLS ca-file {certs['junk']}: not a CA certificate (PEM)"),
+             (("--tls-ca-file", c, "--tls-cert", c, "--tls-key", certs["dir"]),
+              f"rxlab: worker TLS key {certs['dir']}: not a file")]
+    for opts, want in cases:
+        one_line(run_with(env, *worker, *opts), want)
+
+
+# ------------------------------------------------------------------ the worker's dask child
+
+
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory):
+    """A real Dask scheduler on loopback (its scheduler file), stopped at the end."""
+    pytest.importorskip("distributed")
+    d = tmp_path_factory.mktemp("scheduler")
+    sched_file = d / "scheduler.json"
+    dask = Path(rxlab_cmd()[0]).parent / "dask"
+    proc = subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                             "--scheduler-file", str(sched_file)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not (sched_file.is_file() and json.loads(sched_file.read_text() or "{}").get("address")):
+            assert proc.poll() is None and time.monotonic() < deadline, "the scheduler did not come up"
+            time.sleep(0.2)
+        yield json.loads(sched_file.read_text())["address"]
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_worker_stops_its_dask_worker(scheduler, tmp_path, sig):
+    psutil = pytest.importorskip("psutil")
+    from distributed import Client  # noqa: PLC0415 - the `dist` extra (the scheduler fixture skips without it)
+
+    log = tmp_path / "worker.log"
+    with log.open("w") as fh, Client(scheduler, timeout="30s") as client:
+        p = subprocess.Popen([*rxlab_cmd(), "worker", scheduler, "--host-id", f"sig-{sig.name}"], stdout=fh,
+                             stderr=fh, text=True, env=no_dask_tls(tmp_path))
+        try:
+            deadline = time.monotonic() + 120
+            while not client.scheduler_info()["workers"]:  # connected to the scheduler
+                assert p.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, f"the worker never joined: {log.read_text()}"
+                time.sleep(0.3)
+            children = psutil.Process(p.pid).children(recursive=True)  # dask worker (a nanny), its worker
+            (dask_worker,) = psutil.Process(p.pid).children()
+            assert len(children) >= 2, children
+            p.send_signal(sig)
+            p.wait(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        _, alive = psutil.wait_procs(children, timeout=10)
+        deadline = time.monotonic() + 30
+        while client.scheduler_info()["workers"] and time.monotonic() < deadline:
+            time.sleep(0.3)
+        left = client.scheduler_info()["workers"]
+    err = log.read_text()
+    assert not alive, f"left running after {sig.name}: {[(c.pid, c.cmdline()) for c in alive]}"
+    assert not left, f"still connected to the scheduler after {sig.name}: {list(left)}"
+    assert p.returncode == 128 + sig, (p.returncode, err[-2000:])
+    assert f"rxlab worker: stopped by {sig.name}; its dask worker (pid {dask_worker.pid})" in err
+    assert "Traceback" not in err, err[-3000:]
