@@ -12,7 +12,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
+
+from rxlab.bench import driver
+from rxlab.core import store
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -67,12 +71,23 @@ def test_cli_quick_start(tmp_path):
 def test_python_quick_start(tmp_path):
     lang, code = quick_starts()["Python"]
     assert lang == "python"
+    # the store already holds a run (another posix readrandom): the quick start plots only its own
+    earlier = driver.run(driver.RunSpec(db=str(tmp_path / "earlier-db"), backend="posix", num=5000,
+                                        reads=500, steps=["fillseq", "flush", "readrandom"]),
+                         root=tmp_path / "runs", progress=False)
     (tmp_path / "quick.py").write_text(code)
     r = run([sys.executable, "quick.py"], tmp_path, env_for(tmp_path))
     assert "b'value'" in r.stdout
     for ext in ("pdf", "svg", "png", "csv", "json"):
         assert (tmp_path / "my-figures" / f"my_qps.{ext}").is_file(), ext
-    assert "posix" in (tmp_path / "my-figures" / "my_qps.csv").read_text()
+    (own,) = [p.name for p in (tmp_path / "runs").iterdir()
+              if not p.name.startswith(".") and p.name != earlier.name]
+    side = json.loads((tmp_path / "my-figures" / "my_qps.json").read_text())
+    assert side["runs"] == [own]  # the sidecar names the run the figure plots
+    table = pd.read_csv(tmp_path / "my-figures" / "my_qps.csv")
+    view = store.seed_view(store.catalog(tmp_path / "runs", runs=[own]))
+    assert table["backend"].tolist() == ["posix"]  # one bar: its own run's readrandom, not a median of all
+    assert table["qps"].tolist() == pytest.approx(view.loc[view["test"] == "readrandom", "qps"].tolist())
 
 
 def test_jupyterlab_quick_start(tmp_path):
