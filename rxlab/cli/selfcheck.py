@@ -165,7 +165,7 @@ def _parity(p) -> None:
     p.add_argument("--out", help="where the runs, cells, JSON and figure go (default: "
                    "<--dir>/parity/<UTC time>)")
     p.add_argument("--figure-dir", help="also write the figure (with its table and sidecar) here, "
-                   "e.g. docs/methods/figures")
+                   "e.g. docs/findings/figures (default: only in --out)")
     p.add_argument("--dir", help=DIR_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(fn=_run_parity)
