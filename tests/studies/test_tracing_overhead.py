@@ -102,6 +102,7 @@ def test_compare_syscalls_without_counters_is_strace_only():
     ({"backends": ["io_uring?counters=0"]}, "set by the tracer"),
     ({"tracers": ["ltrace"]}, "tracers=['ltrace']"),
     ({"tracers": []}, "tracers=[]"),
+    ({"tracers": ["perf", "strace"]}, "tracers=['perf', 'strace']: must include 'none': every overhead"),
     ({"workloads": ["readwhilewriting"]}, "workloads=['readwhilewriting']"),
     ({"scale": "huge"}, "scale='huge': allowed are smoke, small, full"),
     ({"repeats": 0}, "repeats=0"),

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from rxlab.core import params as checks
-from rxlab.core import study
-from rxlab.core.study import StudySettings, settings_table, size_text
+from rxlab.core import scales, study
+from rxlab.core.study import StudySettings
 from rxlab.core.sysinfo import work_space
 
 __all__ = ["BLOCK_BYTES", "BLOOM_BITS", "DEFAULT_BACKENDS", "GET_LOOP", "KEY_SIZE", "KIND", "MULTIGET",
@@ -47,26 +47,22 @@ KIND = {
 
 
 @dataclass(frozen=True)
-class Scale:
-    num: int
-    duration: float  # seconds per step
-    repeats: int
-    cache_size: int
-    batch_sizes: tuple
-    seek_nexts: int
+class Scale(scales.Scale):
+    """The common preset and the page's own: MultiGet batch sizes, scan length."""
+
+    batch_sizes: tuple = (1, 2, 4, 8, 16, 32, 64)
+    seek_nexts: int = 8192
 
 
-SCALES = {
+SCALES = scales.presets(
+    Scale,
     # seconds: an 11 MB DB, three batch sizes, short scans
-    "smoke": Scale(num=20_000, duration=0.1, repeats=1, cache_size=1 * MIB, batch_sizes=(1, 8, 64),
-                   seek_nexts=512),
+    smoke={"num": 20_000, "duration": 0.1, "batch_sizes": (1, 8, 64), "seek_nexts": 512},
     # minutes: 1M keys (0.5 GiB, 68x the cache), batch sizes 1..64, scans of 8192 keys (4.5 MB)
-    "small": Scale(num=1_000_000, duration=1.5, repeats=2, cache_size=8 * MIB,
-                   batch_sizes=(1, 2, 4, 8, 16, 32, 64), seek_nexts=8192),
+    small={"num": 1_000_000, "duration": 1.5, "repeats": 2},
     # the page's key count (5M keys, 2.7 GB) and scan length (65536 keys, 36 MB)
-    "full": Scale(num=5_000_000, duration=5.0, repeats=3, cache_size=64 * MIB,
-                  batch_sizes=(1, 2, 4, 8, 16, 32, 64), seek_nexts=SEED_SCAN_KEYS),
-}
+    full={"num": 5_000_000, "duration": 5.0, "seek_nexts": SEED_SCAN_KEYS},
+)
 DEFAULT_BACKENDS = ["posix", "libaio", "io_uring", "default", "default?io_uring=1"]
 
 
@@ -81,21 +77,10 @@ class Settings(StudySettings):
     work_dir: str
     free_bytes: int
 
-    def table(self) -> pd.DataFrame:
-        return settings_table([
-            ("keys (num)", f"{self.num:,}"),
-            ("DB size (keys x (32 + 512 B))", size_text(self.db_bytes)),
-            ("block cache", size_text(self.cache_size)),
-            ("DB / cache", f"{self.db_bytes / self.cache_size:.0f}x"),
-            ("seconds per step", f"{self.duration:g}"),
-            ("repeats", self.repeats),
-            ("threads", self.threads),
-            ("MultiGet batch sizes", ", ".join(map(str, self.batch_sizes))),
-            ("multiread_stride (num / 125, as the page's)", f"{self.multiread_stride:,}"),
-            ("scan length (seek_nexts)", f"{self.seek_nexts:,}"),
-            ("work directory", self.work_dir),
-            ("free there", size_text(self.free_bytes)),
-        ])
+    def own_rows(self) -> list[tuple[str, object]]:
+        return [("threads", self.threads), ("MultiGet batch sizes", ", ".join(map(str, self.batch_sizes))),
+                ("multiread_stride (num / 125, as the page's)", f"{self.multiread_stride:,}"),
+                ("scan length (seek_nexts)", f"{self.seek_nexts:,}")]
 
 
 @dataclass
@@ -139,24 +124,16 @@ class Params(study.StudyParams):
         self.settings()
 
     def settings(self) -> Settings:
-        sc = SCALES[self.scale]
+        batch_sizes = None if self.batch_sizes is None else tuple(self.batch_sizes)
+        sc = SCALES[self.scale].given(duration=self.duration, repeats=self.repeats,
+                                      seek_nexts=self.seek_nexts, batch_sizes=batch_sizes)
         work, free = work_space(self.db_dir)
         db_bytes = sc.num * (KEY_SIZE + VALUE_SIZE)
         study.check_space(self.scale, 2 * db_bytes, work, free)
-        return Settings(
-            scale=self.scale,
-            num=sc.num,
-            db_bytes=db_bytes,
-            duration=float(self.duration) if self.duration is not None else sc.duration,
-            repeats=self.repeats if self.repeats is not None else sc.repeats,
-            cache_size=sc.cache_size,
-            batch_sizes=tuple(self.batch_sizes) if self.batch_sizes is not None else sc.batch_sizes,
-            seek_nexts=self.seek_nexts if self.seek_nexts is not None else sc.seek_nexts,
-            multiread_stride=max(1, sc.num // SEED_STRIDE_RATIO),
-            threads=self.threads,
-            work_dir=str(work),
-            free_bytes=int(free),
-        )
+        return Settings(scale=self.scale, num=sc.num, db_bytes=db_bytes, duration=float(sc.duration),
+                        repeats=sc.repeats, cache_size=sc.cache_size, batch_sizes=sc.batch_sizes,
+                        seek_nexts=sc.seek_nexts, multiread_stride=max(1, sc.num // SEED_STRIDE_RATIO),
+                        threads=self.threads, work_dir=str(work), free_bytes=int(free))
 
     def configurations(self) -> list[tuple[str, int]]:
         """(backend, delay_us) pairs: every backend at every delay, the default file system at 0 only."""

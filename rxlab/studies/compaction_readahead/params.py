@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 
 from rxlab.core import params as checks
-from rxlab.core import published, study, sysinfo
+from rxlab.core import published, scales, study, sysinfo
 from rxlab.core.cgroup import CgroupSupport, cgroup_support
-from rxlab.core.study import StudySettings, settings_table
+from rxlab.core.study import StudySettings
 from rxlab.core.units import parse_size
 
 SEED_FILE = "blog-2024-01-08-rocksdb-compaction-readahead.txt"
@@ -24,34 +24,30 @@ DROP_CACHES = ("system", "db", "none")
 
 
 @dataclass(frozen=True)
-class Scale:
-    """A scale preset. `num` None: sized from the free disk and the memory limit (full)."""
+class Scale(scales.Scale):
+    """The common preset (`num` None: sized from the free disk and the memory limit, full) and the
+    study's own: the child's memory cgroup (process + page cache) and the LSM tree's shape."""
 
-    num: int | None
-    duration: float            # seconds of overwrite per setting
-    repeats: int
-    memory_limit: int          # bytes of the child's memory cgroup (process + page cache)
-    cache_size: int
+    memory_limit: int
     write_buffer_size: int
     target_file_size_base: int
     max_bytes_for_level_base: int
 
 
-SCALES = {
+SCALES = scales.presets(
+    Scale,
     # seconds: a 25 MB DB, 4 MiB memtables, a limit that leaves the child a few tens of MB of page cache
-    "smoke": Scale(num=60_000, duration=1.0, repeats=1, memory_limit=192 * MIB, cache_size=1 * MIB,
-                   write_buffer_size=4 * MIB, target_file_size_base=4 * MIB,
-                   max_bytes_for_level_base=16 * MIB),
+    smoke={"num": 60_000, "memory_limit": 192 * MIB, "write_buffer_size": 4 * MIB,
+           "target_file_size_base": 4 * MIB, "max_bytes_for_level_base": 16 * MIB},
     # minutes: about 1 GiB of data, 256 MiB for the child (its own memory, about 100 MiB, included), so the
     # levels that compaction reads do not fit in what is left for the page cache
-    "small": Scale(num=2_500_000, duration=20.0, repeats=2, memory_limit=256 * MIB, cache_size=8 * MIB,
-                   write_buffer_size=32 * MIB, target_file_size_base=32 * MIB,
-                   max_bytes_for_level_base=128 * MIB),
+    small={"num": 2_500_000, "duration": 20.0, "repeats": 2, "memory_limit": 256 * MIB,
+           "write_buffer_size": 32 * MIB, "target_file_size_base": 32 * MIB,
+           "max_bytes_for_level_base": 128 * MIB},
     # the largest the disk holds: a quarter of the free space, 4..16 GiB, a 1 GiB limit
-    "full": Scale(num=None, duration=120.0, repeats=3, memory_limit=1 * GIB, cache_size=64 * MIB,
-                  write_buffer_size=64 * MIB, target_file_size_base=64 * MIB,
-                  max_bytes_for_level_base=256 * MIB),
-}
+    full={"duration": 120.0, "memory_limit": 1 * GIB, "write_buffer_size": 64 * MIB,
+          "target_file_size_base": 64 * MIB, "max_bytes_for_level_base": 256 * MIB},
+)
 MIN_LIMIT = 64 * MIB   # below this the child (Python, RocksDB, memtables) cannot run
 
 
@@ -113,24 +109,19 @@ class Settings(StudySettings):
     drop_caches: str
     notes: list = field(default_factory=list)
 
-    def table(self) -> pd.DataFrame:
+    def own_rows(self) -> list[tuple[str, str]]:
         lim = _size(self.memory_limit) if self.memory_limit else "none"
-        rows = [("keys (num)", f"{self.num:,}"), ("DB size (keys x (16 + value))", _size(self.db_bytes)),
-                ("memory limit of the overwrite step", lim),
+        rows = [("memory limit of the overwrite step", lim),
                 ("DB / memory limit",
                  f"{self.db_bytes / self.memory_limit:.1f}x" if self.memory_limit else "-"),
                 ("memory cgroup", self.cgroup.reason),
-                ("overwrite duration", f"{self.duration:g} s"), ("repeats", str(self.repeats)),
-                ("block cache", _size(self.cache_size)),
                 ("write buffer / target file / L1", f"{_size(self.write_buffer_size)} / "
                  f"{_size(self.target_file_size_base)} / {_size(self.max_bytes_for_level_base)}"),
                 ("cache eviction between settings", self.drop_caches),
                 ("device", f"{self.device.disk} ({self.device.model})"),
                 ("max_sectors_kb", str(self.device.max_sectors_kb)),
-                ("read_ahead_kb", str(self.read_ahead_kb)),
-                ("work directory", self.work_dir), ("free there", _size(self.free_bytes))]
-        rows += [("note", n) for n in self.notes]
-        return settings_table(rows)
+                ("read_ahead_kb", str(self.read_ahead_kb))]
+        return rows + [("note", n) for n in self.notes]
 
     def device_table(self) -> pd.DataFrame:
         """The device that will hold the DB beside the seed's (before a run; tables.device_table after)."""
@@ -199,7 +190,7 @@ class Params(study.StudyParams):
 
     def settings(self) -> Settings:
         """The scale resolved here: sizes, the memory limit and cgroup, the device; checks the disk."""
-        sc = SCALES[self.scale]
+        sc = SCALES[self.scale].given(duration=self.duration, repeats=self.repeats)
         work, free = sysinfo.work_space(self.db_dir)
         dev = sysinfo.device_for_path(work)
         if dev.disk is None:
@@ -223,8 +214,7 @@ class Params(study.StudyParams):
                          "(fadvise DONTNEED) instead")
             drop = "db"
         return Settings(scale=self.scale, num=int(num), db_bytes=int(db_bytes),
-                        duration=float(self.duration) if self.duration is not None else sc.duration,
-                        repeats=self.repeats if self.repeats is not None else sc.repeats,
+                        duration=float(sc.duration), repeats=sc.repeats,
                         memory_limit=int(limit), cgroup=support, cache_size=sc.cache_size,
                         write_buffer_size=sc.write_buffer_size,
                         target_file_size_base=sc.target_file_size_base,

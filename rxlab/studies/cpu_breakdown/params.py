@@ -1,10 +1,10 @@
-"""The CPU breakdown's parameters: the backend, perf's sampling, and the IO-efficiency study's DB and scales.
+"""The CPU breakdown's parameters: the backend, perf's sampling, and the IO-efficiency seed's DB and scales.
 
 The DB is the IO-efficiency seed's (its sequence, Settings and scale presets
-come from rxlab.studies.io_efficiency), so the three tests read the trees the
-first seed describes: readrandom a tree of several levels with bloom filters,
-readrandom2 one level after a full compaction, readrandom3 the same without
-bloom filters.
+come from rxlab.bench.ioeff, shared with the io_efficiency study), so the
+three tests read the trees the first seed describes: readrandom a tree of
+several levels with bloom filters, readrandom2 one level after a full
+compaction, readrandom3 the same without bloom filters.
 """
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from rxlab.bench.ioeff.db import Settings as IoEfficiencySettings
+from rxlab.bench.ioeff.db import resolve
+from rxlab.bench.ioeff.names import SEED_TESTS
 from rxlab.core import params as checks
 from rxlab.core import study
 from rxlab.core.study import settings_table
-from rxlab.studies.io_efficiency import SEED_TESTS
-from rxlab.studies.io_efficiency import Params as IoEfficiencyParams
-from rxlab.studies.io_efficiency import Settings as IoEfficiencySettings
 
 SEED_FILE = "blog-2025-12-01-rocksdb-gcc-vs-clang-and-more.txt"
 IOEFF_SEED_FILE = "blog-2025-10-23-rocksdb-io-efficiency-point-queries.txt"   # the tests' seed
@@ -44,7 +44,7 @@ class Params(study.StudyParams):
     call_graph: dwarf | fp. frequency: samples per second per thread.
     repeats: profiled and timed step pairs per test (None: the scale's).
     duration: seconds per read step (None: the scale's). value_size, db_size,
-    db_dir: as in rxlab.studies.io_efficiency.
+    db_dir: as in the io_efficiency study.
     """
 
     backend: str = "default"
@@ -64,18 +64,17 @@ class Params(study.StudyParams):
         checks.choice("call_graph", self.call_graph, ("dwarf", "fp"))
         checks.integer("frequency", self.frequency, 10, 10_000, what="samples per second, an integer")
         checks.optional_integer("repeats", self.repeats, 1, 20)
+        checks.integer("value_size", self.value_size, 1, 1 << 20, note=" (bytes)")
+        checks.optional_seconds("duration", self.duration)
+        checks.db_size(self.db_size)
         self.db_dir = checks.db_dir(self.db_dir)
-        self.ioeff_params()  # value_size, duration, db_size and the free disk, checked by ioeff
-
-    def ioeff_params(self) -> IoEfficiencyParams:
-        """The IO-efficiency study's parameters that build the same DB (one client count, block_align)."""
-        return IoEfficiencyParams(backend=self.backend, threads=[self.threads], scale=self.scale,
-                                  db_dir=self.db_dir, block_align=[True], repeats=1,
-                                  value_size=self.value_size, duration=self.duration, db_size=self.db_size)
+        self.settings()  # the disk must hold the scale
 
     def settings(self) -> IoEfficiencySettings:
-        """ioeff's scale resolved here, with this study's repetitions (and shorter read steps at smoke)."""
-        s = self.ioeff_params().settings()
+        """The seed's DB at this scale resolved here, with this study's repetitions (and shorter read
+        steps at smoke)."""
+        s = resolve(self.scale, db_dir=self.db_dir, value_size=self.value_size, duration=self.duration,
+                    repeats=1, db_size=self.db_size)
         repeats = self.repeats if self.repeats is not None else REPEATS[self.scale]
         if self.scale == "smoke" and self.duration is None:
             s = dataclasses.replace(s, duration=SMOKE_DURATION,

@@ -5,7 +5,7 @@ gcc and clang", section *Flamegraphs*) summarises flamegraphs of readrandom,
 readrandom2 and readrandom3 (the IO-efficiency seed's tests) as the
 percentage of samples in nine parts of the call stack. This study produces
 that table from fresh samples: one stored run of the IO-efficiency sequence
-(`io_efficiency.sequence`, its scale presets) in which each seed test runs
+(`rxlab.bench.ioeff.db.sequence`, its scale presets) in which each seed test runs
 `repeats` times as a pair of steps: a profiled step (perf sampling,
 PerfContext off as db_bench's default; recording.py) and a timed step (no
 sampling, PerfContext level 5), so that the samples can be checked against
@@ -35,6 +35,8 @@ from pathlib import Path
 import pandas as pd
 
 from rxlab.bench import driver, perf
+from rxlab.bench.ioeff.db import Settings as IoEfficiencySettings
+from rxlab.bench.ioeff.db import sequence
 from rxlab.core import metrics
 from rxlab.core.study import RunContext, Study, match_runs, tidy_frame
 from rxlab.studies.cpu_breakdown import figures, findings, tables
@@ -52,8 +54,6 @@ from rxlab.studies.cpu_breakdown.params import (
 )
 from rxlab.studies.cpu_breakdown.recording import ProfiledRun, run_meta
 from rxlab.studies.cpu_breakdown.result import CpuResult
-from rxlab.studies.io_efficiency import Settings as IoEfficiencySettings
-from rxlab.studies.io_efficiency import sequence
 
 RUN_PREFIX = "cpu-"
 STUDY_TAG = "cpu_breakdown"      # the stored spec's `study`

@@ -5,36 +5,9 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from rxlab.bench.ioeff.baseline import background_lines, value_range
 from rxlab.studies.io_efficiency.result import IoEfficiencyResult
 from rxlab.studies.io_efficiency.tables import background_io, published_users, seed_tables, users_label
-
-# More reads served by the device than the measured program issued, in %, above which the device-wide
-# counters (iops, io.eff, reqsz, io.lat) are said to include another process's IO.
-BACKGROUND_LIMIT_PCT = 5.0
-
-
-def value_range(s: pd.Series, fmt: str) -> str:
-    """"lo to hi" (or one value) of a column, formatted; "n/a" when it holds no number."""
-    s = pd.to_numeric(s, errors="coerce").dropna()
-    if s.empty:
-        return "n/a"
-    lo, hi = format(s.min(), fmt), format(s.max(), fmt)
-    return lo if lo == hi else f"{lo} to {hi}"
-
-
-def background_lines(background: pd.DataFrame | None) -> list[str]:
-    """A caution when the device served more reads than the measured program issued, else that it
-    was quiet ([] without the check's numbers)."""
-    if background is None or background["excess_pct"].isna().all():
-        return []
-    worst = float(background["excess_pct"].max())
-    if worst > BACKGROUND_LIMIT_PCT:
-        return [f"- **Caution**: during these runs the device served up to {worst:.0f}% more reads than the "
-                "measured program issued (`background_io`): another process was using this disk. iops, "
-                "io.eff, reqsz and io.lat come from device-wide counters (as iostat's do in the seed) and "
-                "include that IO; rerun on a quiet machine before drawing conclusions from them."]
-    return [f"- The device was quiet: it served at most {max(worst, 0):.1f}% more reads than the measured "
-            "program issued."]
 
 
 def table_findings(tables: Mapping[str, pd.DataFrame], background: pd.DataFrame | None = None) -> str:

@@ -1,15 +1,10 @@
-"""The IO-efficiency study's parameters, scale presets and names: what a study runs and how its runs are told.
+"""The IO-efficiency study's parameters: what a study runs, on the seed's DB (rxlab.bench.ioeff).
 
-io.eff's denominator is FIO_TOOL, rxlab's fio left to the scheduler (sync,
-queue depth 1, 8 KiB O_DIRECT random reads, numjobs = clients). Two more fio
-runs go beside it and are never a baseline: FIO_AWAY_TOOL, the same run
-placed away from the CPU that takes the disk's interrupts (its reads are
-woken by an inter-processor wake-up, which informs rxlab.core.model's
-remote_us), and FIO_UNALIGNED_TOOL, fio reading the way RocksDB reads
-without block_align (blocks a little over 8 KiB, bs=8704, that start
-anywhere in a page, blockalign=512), run only where block_align off is
-studied. The model fits on the unaligned runs only when asked: on these VMs
-they cost several times what RocksDB's unaligned reads do
+The seed's names (its tests, the fio tools beside RocksDB and their run
+kinds), the DB's scale presets and settings are the method's, shared with
+the studies that build on it (rxlab.bench.ioeff); they are named here too.
+The model fits on fio's unaligned runs only when asked: on these VMs they
+cost several times what RocksDB's unaligned reads do
 (docs/findings/2026-11-26-perf_model.md).
 """
 from __future__ import annotations
@@ -17,96 +12,31 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-import pandas as pd
-
-from rxlab.core import model, study
+from rxlab.bench.ioeff.db import SCALES, Scale, Settings, resolve
+from rxlab.bench.ioeff.names import (
+    BLOCK_BYTES,
+    DB_TOOL,
+    FIO_AWAY_TOOL,
+    FIO_KINDS,
+    FIO_TOOL,
+    FIO_UNALIGNED_TOOL,
+    KEY_SIZE,
+    PUBLISHED,
+    RUN_PREFIX,
+    SEED_FILE,
+    SEED_TESTS,
+    UNALIGNED_ALIGN,
+    UNALIGNED_BS,
+)
 from rxlab.core import params as checks
-from rxlab.core.study import StudySettings, settings_table, size_text
-from rxlab.core.sysinfo import work_space
+from rxlab.core import study
 
-SEED_FILE = "blog-2025-10-23-rocksdb-io-efficiency-point-queries.txt"
-# The published tables behind the figures (for the figures' JSON sidecars).
-PUBLISHED = (f"{SEED_FILE}: ioeff_fio", f"{SEED_FILE}: ioeff_db_bench", f"{SEED_FILE}: ioeff_efficiency",
-             f"{SEED_FILE}: ioeff_model")
-SEED_TESTS = model.SEED_TESTS          # readrandom, readrandom2, readrandom3
-BLOCK_BYTES = 8192                     # the seed's block size and fio's bs
-KEY_SIZE = 16                          # db_bench's default key size (the driver's RunSpec default)
+__all__ = ["BLOCK_BYTES", "DB_TOOL", "FIO_AWAY_TOOL", "FIO_KINDS", "FIO_TOOL", "FIO_UNALIGNED_TOOL",
+           "KEY_SIZE", "PUBLISHED", "RUN_PREFIX", "SCALES", "SEED_FILE", "SEED_TESTS", "UNALIGNED_ALIGN",
+           "UNALIGNED_BS", "Params", "Scale", "Settings", "strip_delay", "with_delay"]
 
-FIO_TOOL = "rxlab-fio"
-FIO_AWAY_TOOL = "rxlab-fio-away"
-FIO_UNALIGNED_TOOL = "rxlab-fio-unaligned"
-UNALIGNED_BS, UNALIGNED_ALIGN = BLOCK_BYTES + 512, 512
-# run kind (the run name's suffix) of each fio tool
-FIO_KINDS = {FIO_TOOL: "fio", FIO_AWAY_TOOL: "fioaway", FIO_UNALIGNED_TOOL: "fio512"}
-DB_TOOL = "rocksdb"
-RUN_PREFIX = "ioeff-"
-
-MIB, GIB = 1 << 20, 1 << 30
-FIO_MAX_BYTES = 16 * GIB
 MAX_THREADS = 256            # rxlab fio's numjobs limit
 MAX_DELAY_US = 100_000
-
-
-@dataclass(frozen=True)
-class Scale:
-    """A scale preset. `num` None means: sized from the free disk (full)."""
-
-    num: int | None
-    duration: float            # seconds per read step (readrandom, readrandom2, readrandom3)
-    revrange_duration: float   # seconds of revrange, whose results the seed ignores
-    fio_runtime: float
-    fio_ramp: float
-    fio_size: int | None       # bytes of fio's file (None: the DB's size, capped)
-    repeats: int
-    cache_size: int
-    write_buffer_size: int
-    target_file_size_base: int
-    max_bytes_for_level_base: int
-
-
-SCALES = {
-    # seconds in total: a 12 MB DB, 1 MiB cache; small write buffers so the tree still has levels
-    "smoke": Scale(num=30_000, duration=1.0, revrange_duration=0.3, fio_runtime=1.0, fio_ramp=0.2,
-                   fio_size=64 * MIB, repeats=1, cache_size=1 * MIB, write_buffer_size=1 * MIB,
-                   target_file_size_base=1 * MIB, max_bytes_for_level_base=4 * MIB),
-    # minutes: 2M keys (about 0.8 GiB, 100x the 8 MiB cache), the stock reference's settings
-    "small": Scale(num=2_000_000, duration=5.0, revrange_duration=2.0, fio_runtime=5.0, fio_ramp=1.0,
-                   fio_size=1 * GIB, repeats=3, cache_size=8 * MIB, write_buffer_size=64 * MIB,
-                   target_file_size_base=64 * MIB, max_bytes_for_level_base=256 * MIB),
-    # the largest run the disk holds: a quarter of the free space, 4..16 GiB, 64 MiB cache
-    "full": Scale(num=None, duration=20.0, revrange_duration=5.0, fio_runtime=20.0, fio_ramp=2.0,
-                  fio_size=None, repeats=3, cache_size=64 * MIB, write_buffer_size=64 * MIB,
-                  target_file_size_base=64 * MIB, max_bytes_for_level_base=256 * MIB),
-}
-
-
-@dataclass(frozen=True)
-class Settings(StudySettings):
-    """A scale resolved on this machine: what a study will actually run."""
-
-    revrange_duration: float
-    fio_runtime: float
-    fio_ramp: float
-    fio_size: int
-    write_buffer_size: int
-    target_file_size_base: int
-    max_bytes_for_level_base: int
-    work_dir: str
-    free_bytes: int
-
-    def table(self) -> pd.DataFrame:
-        """One row per setting, sizes in readable units, for a notebook."""
-        return settings_table([
-            ("keys (num)", f"{self.num:,}"), ("DB size (keys x (16 + value))", size_text(self.db_bytes)),
-            ("block cache", size_text(self.cache_size)),
-            ("DB / cache", f"{self.db_bytes / self.cache_size:.0f}x"),
-            ("read step duration", f"{self.duration:g} s"),
-            ("revrange duration", f"{self.revrange_duration:g} s"),
-            ("fio runtime (+ ramp)", f"{self.fio_runtime:g} s (+ {self.fio_ramp:g} s)"),
-            ("fio file", size_text(self.fio_size)), ("repeats", str(self.repeats)),
-            ("write buffer / L1 target", f"{size_text(self.write_buffer_size)} / "
-                                         f"{size_text(self.max_bytes_for_level_base)}"),
-            ("work directory", self.work_dir), ("free there", size_text(self.free_bytes))])
 
 
 @dataclass
@@ -161,24 +91,8 @@ class Params(study.StudyParams):
 
     def settings(self) -> Settings:
         """The scale resolved here: key count, sizes, durations, repeats; checks the free disk."""
-        sc = SCALES[self.scale]
-        work, free = work_space(self.db_dir)
-        entry = KEY_SIZE + self.value_size
-        num = study.key_count(entry, work, free, num=sc.num, db_size=self.db_size)
-        db_bytes = num * entry
-        fio_size = sc.fio_size if sc.fio_size is not None else min(FIO_MAX_BYTES, db_bytes)
-        # the DB, its compaction's copy, fio's file
-        study.check_space(self.scale, 2 * db_bytes + fio_size, work, free, smaller="db_size")
-        dur = float(self.duration) if self.duration is not None else sc.duration
-        return Settings(scale=self.scale, num=int(num), db_bytes=int(db_bytes), duration=dur,
-                        revrange_duration=min(sc.revrange_duration, dur),
-                        fio_runtime=float(self.duration) if self.duration is not None else sc.fio_runtime,
-                        fio_ramp=sc.fio_ramp, fio_size=int(fio_size),
-                        repeats=self.repeats if self.repeats is not None else sc.repeats,
-                        cache_size=sc.cache_size, write_buffer_size=sc.write_buffer_size,
-                        target_file_size_base=sc.target_file_size_base,
-                        max_bytes_for_level_base=sc.max_bytes_for_level_base, work_dir=str(work),
-                        free_bytes=int(free))
+        return resolve(self.scale, db_dir=self.db_dir, value_size=self.value_size, duration=self.duration,
+                       repeats=self.repeats, db_size=self.db_size)
 
 
 def with_delay(backend: str, delay_us: int) -> str:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 
 import pandas as pd
 
 from rxlab.bench import driver, fio
+from rxlab.bench.ioeff.db import sequence
+from rxlab.bench.ioeff.matching import configuration, matching, same_as
 from rxlab.bench.irq import busiest_irq_cpu
 from rxlab.core import metrics, stats
 from rxlab.core.study import RunContext, Study, match_runs, tidy_frame
@@ -49,59 +50,12 @@ _NAME_RE = re.compile(r"^ioeff-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-r(?P<rep>\d+)-t
 PLAN_COLUMNS = ["rep", "delay_us", "threads", "tool", "block_align"]
 
 
-def sequence(settings: Settings) -> list:
-    """The seed's sequence (driver.SEQUENCES['io_efficiency']) with its per-step options.
-
-    The fill, flush and compaction steps run single-threaded as in the seed's
-    helper scripts (benchmark.sh loads with one thread whatever the user
-    count); the read steps run with the study's thread count. revrange,
-    whose results the seed ignores, is cut to `revrange_duration`.
-    """
-    one = {"threads": 1}
-    opts = {"fillseq": one, "overwritesome": one, "flush_mt_l0": one, "compact": one,
-            "revrange": {"duration": settings.revrange_duration}}
-    return [{"name": s, **opts[s]} if s in opts else s for s in driver.SEQUENCES["io_efficiency"]]
-
-
 def away_cpu(path) -> int | None:
     """A CPU this process may use other than the one that takes the interrupts of the disk
     holding `path` (None: one CPU only, or the interrupts cannot be found)."""
     irq = busiest_irq_cpu(path)
     others = sorted(c for c in os.sched_getaffinity(0) if c != irq)
     return others[0] if irq is not None and others else None
-
-
-def configuration(frame: pd.DataFrame) -> dict:
-    """What a stored study ran, as `matching` compares it: its backends, scales, thread counts,
-    block_align settings and delays (repetitions and sizes aside)."""
-    db = frame[frame["tool"] == DB_TOOL]
-    return {"backend": set(frame["backend"]),
-            "scale": set(frame["spec.scale"].dropna()) if "spec.scale" in frame.columns else set(),
-            "threads": {int(t) for t in frame["threads"]},
-            "block_align": {bool(b) for b in db["block_align"]},
-            "delay_us": {int(d) for d in frame["delay_us"]}}
-
-
-def matching(params: Params | None = None, *, backend: str | None = None,
-             delayed: bool | None = None) -> Callable[[pd.DataFrame], bool]:
-    """A `where` filter for `load`: a study of these parameters (the same backend and scale, and the
-    same sets of thread counts, block_align settings and delays; repetitions and sizes are not
-    compared), of this backend, or with (True) or without (False) delayed rows."""
-    want = None if params is None else {
-        "backend": {params.backend}, "scale": {params.scale}, "threads": set(params.threads),
-        "block_align": set(params.block_align), "delay_us": set(params.delay_us)}
-
-    def where(f: pd.DataFrame) -> bool:
-        have = configuration(f)
-        return ((want is None or have == want) and (backend is None or have["backend"] == {backend})
-                and (delayed is None or bool((f["delay_us"] > 0).any()) == delayed))
-    return where
-
-
-def same_as(result: IoEfficiencyResult) -> Callable[[pd.DataFrame], bool]:
-    """A `where` filter for `load`: a study of the same configuration as `result`'s."""
-    want = configuration(result.frame)
-    return lambda f: configuration(f) == want
 
 
 def _run_name(ctx: RunContext, row, kind: str) -> str:

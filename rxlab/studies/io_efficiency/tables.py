@@ -10,13 +10,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from rxlab.bench.ioeff.baseline import DB_COLUMNS, background_io
 from rxlab.core import metrics, published, stats
 from rxlab.studies.io_efficiency.params import DB_TOOL, FIO_TOOL, SEED_TESTS
 from rxlab.studies.io_efficiency.result import KEYS, IoEfficiencyResult
 
 # Column sets of the seed's tables.
 FIO_COLUMNS = ("iops", "usPer", "syPer", "cpuPer", "lat.us", "numjobs")
-DB_COLUMNS = metrics.SEED_COLUMNS      # qps iops reqsz usPer syPer cpuPer rx.lat io.lat test
 EFF_COLUMNS = (*metrics.EFFICIENCY_COLUMNS, "test")
 DB_TABLE_COLUMNS = (*DB_COLUMNS, "users", "source", "n", "backend")
 NUMERIC = (*(c for c in metrics.SEED_COLUMNS if c != "test"), *metrics.EFFICIENCY_COLUMNS)
@@ -173,37 +173,6 @@ def round_like_seed(df: pd.DataFrame) -> pd.DataFrame:
             out[c] = pd.to_numeric(out[c], errors="coerce").round(d)
             if d == 0 and out[c].notna().all():
                 out[c] = out[c].astype(int)
-    return out
-
-
-def background_io(*results: IoEfficiencyResult | None) -> pd.DataFrame:
-    """Reads issued by the measured program against reads served by the device, per run.
-
-    fio rows: the reads fio issued per second (its qps); RocksDB rows (the
-    seed's read tests, rxlab engines only): the reads the backend counted
-    in-process (fs.reads) per second. device_reads_per_s is iops, from
-    /proc/diskstats. The device counters are device-wide, as iostat's are in
-    the seed: another process reading the same disk during a run is counted
-    as the run's, and excess_pct > 0 says by how much. (RocksDB's block cache
-    hits make its own reads slightly fewer than its queries; the backend's
-    counter sees exactly what reached the file system.)
-    """
-    parts = []
-    for r in results:
-        if r is None:
-            continue
-        f = r.frame
-        fio = f[f["tool"] == FIO_TOOL]
-        db = f[(f["tool"] == DB_TOOL) & f["test"].isin(SEED_TESTS)]
-        own_db = (pd.to_numeric(db["fs.reads"]) if "fs.reads" in db.columns
-                  else pd.Series(np.nan, index=db.index)) / pd.to_numeric(db["wall_s"])
-        for rows, own in ((fio, pd.to_numeric(fio["qps"])), (db, own_db)):
-            out = rows[["study", "rep", "tool", "threads", "block_align", "delay_us", "test"]].copy()
-            out["own_reads_per_s"] = own
-            out["device_reads_per_s"] = pd.to_numeric(rows["iops"])
-            parts.append(out)
-    out = pd.concat(parts, ignore_index=True)
-    out["excess_pct"] = (out["device_reads_per_s"] / out["own_reads_per_s"] - 1.0) * 100.0
     return out
 
 

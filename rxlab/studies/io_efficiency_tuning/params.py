@@ -6,8 +6,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rxlab.core import params as checks
-from rxlab.core import study
-from rxlab.core.study import StudySettings, settings_table, size_text
+from rxlab.core import scales, study
+from rxlab.core.study import StudySettings, size_text
 from rxlab.core.sysinfo import work_space
 from rxlab.studies.io_efficiency_tuning.configs import CONFIGS
 
@@ -25,19 +25,18 @@ MIB, GIB = 1 << 20, 1 << 30
 
 
 @dataclass(frozen=True)
-class Scale:
-    num: int
-    duration: float    # seconds of each read run and each fio run
-    repeats: int
-    cache_size: int
-    fio_size: int
+class Scale(scales.Scale):
+    """The common preset (seconds: of each read run and each fio run) and fio's file."""
+
+    fio_size: int = 1 * GIB
 
 
-SCALES = {
-    "smoke": Scale(num=30_000, duration=0.5, repeats=1, cache_size=1 * MIB, fio_size=64 * MIB),
-    "small": Scale(num=2_000_000, duration=5.0, repeats=3, cache_size=8 * MIB, fio_size=1 * GIB),
-    "full": Scale(num=8_000_000, duration=20.0, repeats=5, cache_size=8 * MIB, fio_size=4 * GIB),
-}
+SCALES = scales.presets(
+    Scale,
+    smoke={"duration": 0.5, "fio_size": 64 * MIB},
+    small={},
+    full={"num": 8_000_000, "repeats": 5, "cache_size": 8 * MIB, "fio_size": 4 * GIB},
+)
 
 
 @dataclass(frozen=True)
@@ -47,12 +46,8 @@ class Settings(StudySettings):
     fio_size: int
     configs: tuple
 
-    def table(self) -> pd.DataFrame:
-        return settings_table([
-            ("scale", self.scale), ("keys", f"{self.num:,}"), ("key-value data", size_text(self.db_bytes)),
-            ("block cache", size_text(self.cache_size)), ("seconds per run", f"{self.duration:g}"),
-            ("repetitions", self.repeats), ("fio file", size_text(self.fio_size)),
-            ("configurations", ", ".join(self.configs))])
+    def own_rows(self) -> list[tuple[str, str]]:
+        return [("fio file", size_text(self.fio_size)), ("configurations", ", ".join(self.configs))]
 
 
 @dataclass
@@ -87,14 +82,13 @@ class Params(study.StudyParams):
         self.settings()
 
     def settings(self) -> Settings:
-        sc = SCALES[self.scale]
+        sc = SCALES[self.scale].given(duration=self.duration, repeats=self.repeats)
         work, free = work_space(self.db_dir)
         db_bytes = sc.num * (KEY_SIZE + VALUE_SIZE)
         study.check_space(self.scale, 2 * db_bytes + sc.fio_size, work, free)
-        return Settings(scale=self.scale, num=sc.num, db_bytes=db_bytes,
-                        duration=float(self.duration if self.duration is not None else sc.duration),
-                        repeats=int(self.repeats if self.repeats is not None else sc.repeats),
-                        cache_size=sc.cache_size, fio_size=sc.fio_size, configs=tuple(self.configs))
+        return Settings(scale=self.scale, num=sc.num, db_bytes=db_bytes, duration=float(sc.duration),
+                        repeats=int(sc.repeats), cache_size=sc.cache_size, fio_size=sc.fio_size,
+                        configs=tuple(self.configs))
 
     def configs_table(self) -> pd.DataFrame:
         """The configurations this study runs: ladder or side, backend, RunSpec and step fields, change."""

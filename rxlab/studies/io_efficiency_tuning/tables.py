@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rxlab.bench.ioeff.model_rows import config_errors
 from rxlab.core import metrics, model, stats
 from rxlab.studies.io_efficiency_tuning.configs import CONFIGS, LADDER
 from rxlab.studies.io_efficiency_tuning.result import DB_TOOL, FIO_TOOL, TuningResult
-from rxlab.studies.perf_model.analysis import config_errors
 
 __all__ = ["COLUMNS", "TABLES", "accounting", "config_table", "efficiency_rows", "fit_model", "held_out",
            "held_out_by_config", "model_rows", "paired_noise", "predicted_rows"]
@@ -149,7 +149,7 @@ def held_out(result: TuningResult) -> pd.DataFrame:
 
 def held_out_by_config(result: TuningResult) -> pd.DataFrame:
     """held_out's predictions on each configuration's median over its repetitions
-    (rxlab.studies.perf_model.analysis.config_errors): the targets are judged on medians, and one
+    (rxlab.bench.ioeff.model_rows.config_errors): the targets are judged on medians, and one
     repetition carries the host's drift."""
     return config_errors(held_out(result), by=["config"]).set_index("config")
 

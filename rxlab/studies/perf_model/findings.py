@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rxlab.bench.ioeff.baseline import background_io, background_lines, value_range
+from rxlab.bench.ioeff.names import BLOCK_BYTES
 from rxlab.core import model
-from rxlab.studies.io_efficiency.findings import background_lines, value_range
-from rxlab.studies.io_efficiency.params import BLOCK_BYTES
-from rxlab.studies.io_efficiency.tables import background_io
 from rxlab.studies.perf_model import device_load, placement
 from rxlab.studies.perf_model.analysis import HELD_OUT_MODELS, Comparison
 from rxlab.studies.perf_model.result import PerfModelResult

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rxlab import studies
+from rxlab.bench.ioeff.db import Settings
 from rxlab.core import params as checks
 from rxlab.core import study
-from rxlab.studies import io_efficiency
+from rxlab.core.study import Study, StudyParams
+
+IOEFF = "io_efficiency"   # the study the model is fitted on, found by name in the registry
+
+
+def ioeff_study() -> Study:
+    """The IO-efficiency study, through the registry (studies do not import each other's modules)."""
+    return studies.get(IOEFF)
 
 
 @dataclass
@@ -14,7 +23,7 @@ class Params(study.StudyParams):
     """The study's parameters (notebook 20's papermill parameters).
 
     backend, threads, block_align, db_dir, repeats, duration, db_size: as in
-    the IO-efficiency study (rxlab.studies.io_efficiency.Params), whose study
+    the IO-efficiency study (its Params, from the registry), whose study
     of these parameters the model is fitted on (taken from the store when one
     is there). delay_us: the emulated device latencies of the delay study
     (one client, the first block_align setting, rxlab engines only; [0]:
@@ -40,17 +49,17 @@ class Params(study.StudyParams):
         ioeff.with_delays(self.delay_us)   # the delays checked as the delay study's
         self.delay_us = [int(d) for d in checks.as_list(self.delay_us)]
 
-    def ioeff_params(self) -> io_efficiency.Params:
+    def ioeff_params(self) -> StudyParams:
         """The IO-efficiency study the model is fitted on (undelayed)."""
-        return io_efficiency.Params(backend=self.backend, threads=self.threads, scale=self.scale,
+        return ioeff_study().params(backend=self.backend, threads=self.threads, scale=self.scale,
                                     db_dir=self.db_dir, block_align=self.block_align, repeats=self.repeats,
                                     duration=self.duration, db_size=self.db_size)
 
-    def delay_params(self) -> io_efficiency.Params | None:
+    def delay_params(self) -> StudyParams | None:
         """The delay study: one client, the first block_align setting, `delay_us`; None without a delay."""
         return self.ioeff_params().with_delays(self.delay_us)
 
-    def settings(self) -> io_efficiency.Settings:
+    def settings(self) -> Settings:
         """The IO-efficiency study's scale resolved here (the placement and device-load runs take fio's
         file size, runtime and repetitions from it)."""
         return self.ioeff_params().settings()

@@ -6,12 +6,12 @@ from functools import cached_property
 
 import pandas as pd
 
+from rxlab.bench.ioeff.matching import same_as
+from rxlab.bench.ioeff.result import IoEfficiencyResult
 from rxlab.core import model
 from rxlab.core.study import StudyResult
-from rxlab.studies.io_efficiency import STUDY as IOEFF
-from rxlab.studies.io_efficiency import IoEfficiencyResult
-from rxlab.studies.io_efficiency.study import same_as
 from rxlab.studies.perf_model import analysis, device_load, placement
+from rxlab.studies.perf_model.params import IOEFF, ioeff_study
 
 # The frame's `part` of each kind of run.
 PARTS = ("io_efficiency", "delayed", "placement", "device_load")
@@ -35,7 +35,7 @@ class PerfModelResult(StudyResult):
         f = f.drop(columns="part").astype({c: int for c in _INTS}).reset_index(drop=True)
         return IoEfficiencyResult(study=str(f["study"].iloc[0]), frame=f,
                                   runs=[self.root / r for r in f["run_id"].unique()], root=self.root,
-                                  name=IOEFF.name)
+                                  name=IOEFF)
 
     @cached_property
     def ioeff(self) -> IoEfficiencyResult:
@@ -98,7 +98,7 @@ class PerfModelResult(StudyResult):
     @cached_property
     def earlier(self) -> IoEfficiencyResult | None:
         """The latest IO-efficiency study of the same configurations stored before this one's."""
-        return IOEFF.load(self.root, where=same_as(self.ioeff), before=self.ioeff.study)
+        return ioeff_study().load(self.root, where=same_as(self.ioeff), before=self.ioeff.study)
 
     @cached_property
     def agreement(self) -> pd.DataFrame | None:

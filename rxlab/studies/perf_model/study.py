@@ -5,8 +5,9 @@ Its plan has a row per part: the IO-efficiency study of the notebook's
 parameters and the delay study (each taken from the store when a complete
 study of the same parameters is there, else run through that study's own
 `Study.run`, so that it is stored, and found again, as an IO-efficiency
-study), then the placement and device-load measurements (rxlab fio, stored
-under this study's id).
+study; that study comes from the registry, by name: no module of it is
+imported here), then the placement and device-load measurements (rxlab fio,
+stored under this study's id).
 
 `load` is overridden: a reused IO-efficiency study's runs carry that study's
 names and may belong to several model studies, so the runs of a model study
@@ -21,14 +22,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rxlab.bench.ioeff.matching import matching
+from rxlab.bench.ioeff.names import PUBLISHED, SEED_FILE
 from rxlab.core import store
 from rxlab.core.study import MANIFESTS, RunContext, Study, manifest
-from rxlab.studies.io_efficiency import STUDY as IOEFF
-from rxlab.studies.io_efficiency import matching
-from rxlab.studies.io_efficiency.params import PUBLISHED, SEED_FILE
 from rxlab.studies.perf_model import device_load, figures, placement, tables
 from rxlab.studies.perf_model import findings as findings_
-from rxlab.studies.perf_model.params import Params
+from rxlab.studies.perf_model.params import Params, ioeff_study
 from rxlab.studies.perf_model.result import PerfModelResult
 
 RUN_PREFIX = "model-"
@@ -59,8 +59,8 @@ class PerfModelStudy(Study, name="perf_model", notebook="20_perf_model", seed=SE
         p: Params = ctx.params
         if row.part in ("io_efficiency", "delayed"):
             ioeff = p.ioeff_params() if row.part == "io_efficiency" else p.delay_params()
-            res = (IOEFF.load(ctx.root, where=matching(ioeff))
-                   or IOEFF.run(ioeff, ctx.root, progress=ctx.progress))
+            io = ioeff_study()
+            res = io.load(ctx.root, where=matching(ioeff)) or io.run(ioeff, ctx.root, progress=ctx.progress)
             return list(res.runs)
         s = ctx.settings
         measure = placement.measure if row.part == "placement" else device_load.measure
@@ -71,7 +71,7 @@ class PerfModelStudy(Study, name="perf_model", notebook="20_perf_model", seed=SE
     def frame(self, cat: pd.DataFrame) -> pd.DataFrame:
         """Every part's rows from catalog rows, `part` first (see PerfModelResult)."""
         parts = []
-        io = IOEFF.frame(cat)
+        io = ioeff_study().frame(cat)
         if len(io):
             delayed = io.groupby("study")["delay_us"].transform(lambda d: bool((d > 0).any())).astype(bool)
             parts.append(io.assign(part=np.where(delayed, "delayed", "io_efficiency")))

@@ -12,14 +12,20 @@ import pandas as pd
 
 from rxlab.bench import driver
 from rxlab.core import params as checks
-from rxlab.core import study
+from rxlab.core import scales, study
 from rxlab.core.study import settings_table, size_text
 from rxlab.core.sysinfo import work_space
 
-# keys loaded and read: seconds at smoke, about a minute at small, a DB well above the cache at full
-SCALE_KEYS = {"smoke": 20_000, "small": 500_000, "full": 4_000_000}
 KEY_SIZE, VALUE_SIZE = 16, 400  # the driver's defaults (db_bench's key size, the seeds' values)
-CACHE_SIZE = 1 << 20  # a small block cache: reads reach the device
+CACHE_SIZE = 1 << 20  # a small block cache at every scale: reads reach the device
+# keys loaded and read: seconds at smoke, about a minute at small, a DB well above the cache at full
+SCALES = scales.presets(
+    scales.Scale,
+    smoke={"num": 20_000, "cache_size": CACHE_SIZE},
+    small={"num": 500_000, "cache_size": CACHE_SIZE},
+    full={"num": 4_000_000, "cache_size": CACHE_SIZE},
+)
+SCALE_KEYS = {name: sc.num for name, sc in SCALES.items()}
 MAX_THREADS = 64
 
 # The measured step after the load (fillseq, flush), with its db_bench options.

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from rxlab.core import params as checks
-from rxlab.core import study, sysinfo
+from rxlab.core import scales, study, sysinfo
 from rxlab.core.study import settings_table
 
 SEED_FILE = "lab-report-disaggregated-rocksdb-backends.txt"
@@ -61,22 +61,23 @@ def tool_status(perf_freq: int = 999) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class Scale:
-    num: int            # keys written by the fill
-    reads: int          # operations of each read workload
-    cache_size: int     # block cache bytes
-    repeats: int
-    background_s: float  # references.run_db_bench's device background window before/after
+class Scale(scales.Scale):
+    """The common preset (its duration unused: the workloads run a count of operations) and the study's
+    own: operations of each read workload, references.run_db_bench's device background window."""
+
+    reads: int
+    background_s: float
 
 
-SCALES = {
+SCALES = scales.presets(
+    Scale,
     # seconds: a 2 MB DB, a 1 MiB cache (reads still reach the device), one repetition
-    "smoke": Scale(num=2_000, reads=2_000, cache_size=1 * MIB, repeats=1, background_s=0.0),
+    smoke={"num": 2_000, "reads": 2_000, "background_s": 0.0},
     # minutes: 100 MB, an 8 MiB cache; three repetitions (strace makes the fill ~10x slower)
-    "small": Scale(num=100_000, reads=20_000, cache_size=8 * MIB, repeats=3, background_s=0.2),
+    small={"num": 100_000, "reads": 20_000, "background_s": 0.2},
     # the largest that keeps the strace runs to minutes: 1 GB, an 8 MiB cache
-    "full": Scale(num=1_000_000, reads=100_000, cache_size=8 * MIB, repeats=3, background_s=0.3),
-}
+    full={"num": 1_000_000, "reads": 100_000, "cache_size": 8 * MIB, "background_s": 0.3},
+)
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,9 @@ class Params(study.StudyParams):
         if not tr or len(set(tr)) != len(tr) or not all(t in TRACERS for t in tr):
             checks.fail("tracers", self.tracers, f"expected a non-empty list of distinct names from "
                                                  f"{', '.join(TRACERS)}")
+        if "none" not in tr:
+            checks.fail("tracers", self.tracers, "must include 'none': every overhead is a traced run's "
+                                                 "throughput over the untraced run's of the same repetition")
         self.tracers = list(tr)
         wl = checks.as_list(self.workloads)
         if not wl or len(set(wl)) != len(wl) or not all(w in WORKLOADS for w in wl):
@@ -160,14 +164,11 @@ class Params(study.StudyParams):
 
     def settings(self, probe: bool = True) -> Settings:
         """The scale resolved; `probe` also asks perf and strace whether they work here (a second)."""
-        sc = SCALES[self.scale]
-        num = self.num if self.num is not None else sc.num
+        sc = SCALES[self.scale].given(num=self.num, reads=self.reads, repeats=self.repeats)
         work = Path(self.db_dir) if self.db_dir is not None else Path(tempfile.gettempdir())
-        reads = self.reads if self.reads is not None else sc.reads
-        repeats = self.repeats if self.repeats is not None else sc.repeats
-        return Settings(scale=self.scale, num=int(num), reads=int(reads), cache_size=sc.cache_size,
-                        repeats=repeats, perf_freq=int(self.perf_freq), background_s=sc.background_s,
-                        db_bytes=int(num) * (KEY_SIZE + VALUE_SIZE), work_dir=str(work),
+        return Settings(scale=self.scale, num=int(sc.num), reads=int(sc.reads), cache_size=sc.cache_size,
+                        repeats=sc.repeats, perf_freq=int(self.perf_freq), background_s=sc.background_s,
+                        db_bytes=int(sc.num) * (KEY_SIZE + VALUE_SIZE), work_dir=str(work),
                         tools=tool_status(self.perf_freq) if probe else {})
 
     def benchmarks(self) -> list[str]:
