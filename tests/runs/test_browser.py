@@ -346,6 +346,27 @@ def test_05_explore_runs_in_jupyterlab_and_its_widgets_redraw(server, browser, a
         assert img.count() == 1 and rendered(img.first)
         status = page.locator(".jp-Notebook .widget-html:has-text('runs shown, of')")
         assert status.count() == 1 and f"of {runs} runs in the store" in status.inner_text()
+        # the first view: readrandom's qps by backend, with the median's interval in the table
+        caption = page.locator(".jp-Notebook .widget-html:has-text('qps by backend: per group, the median')")
+        assert caption.count() == 1 and "95% lo" in caption.inner_text()
+        # a selected filter value is in view in its list box (not cut by its bottom edge), and named under it
+        selected = page.evaluate("""() => [...document.querySelectorAll('.jp-Notebook select[multiple]')]
+            .flatMap(s => [...s.selectedOptions].map(o => {
+                const box = s.getBoundingClientRect(), st = getComputedStyle(s);
+                const top = box.top + parseFloat(st.borderTopWidth);
+                const bottom = box.bottom - parseFloat(st.borderBottomWidth);
+                let r = o.getBoundingClientRect();
+                if (!r.height) {  // no box of its own: one row's share of the list's height
+                    const row = s.scrollHeight / s.options.length;
+                    const y = top + o.index * row - s.scrollTop;
+                    r = {top: y, bottom: y + row};
+                }
+                return {text: o.textContent, visible: r.top >= top - 0.5 && r.bottom <= bottom + 0.5,
+                        top: r.top, bottom: r.bottom, box: [top, bottom]};
+            }))""")
+        assert [o["text"] for o in selected] == ["readrandom"], selected
+        assert all(o["visible"] for o in selected), selected
+        assert page.locator(".jp-Notebook .widget-html small:text-is('readrandom')").count() == 1
         before = img.first.get_attribute("src")
         y = page.locator(".widget-dropdown:has(label:text-is('y')) select")
         y.select_option("cpuPer")

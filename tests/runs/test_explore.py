@@ -12,6 +12,7 @@ import json
 import shutil
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import pytest
 from helpers_explore import tiny_run
@@ -150,6 +151,38 @@ def test_plot_table_summary_and_drawing(frame):
         explore.plot_table(frame, "threads", "qps", "qps")
 
 
+def test_the_first_view_is_readrandom_qps_by_backend(frame):
+    want = {"benchmark": "readrandom", "x": "backend", "y": "qps", "hue": "threads"}
+    assert explore.first_view(frame) == want
+    one_thread = frame[frame["threads"] == 1]
+    assert explore.first_view(one_thread)["hue"] == "backend"
+    loads = frame[frame["benchmark"] != "readrandom"]  # only loads and flushes: nothing measured to pick
+    assert explore.first_view(loads)["benchmark"] is None
+
+
+def test_each_group_has_the_95_interval_of_its_median(store_dir, tmp_path):
+    root = tmp_path / "runs"
+    shutil.copytree(store_dir, root)
+    for i in range(2):  # posix, 1 thread: three readrandom steps in all
+        tiny_run(tmp_path, root, f"adhoc-posix-{i}", "posix")
+    t = explore.plot_table(explore.filter_runs(explore.runs_frame(root), benchmark=["readrandom"]),
+                           "backend", "qps")
+    s = explore.summary_table(t, "backend", "qps").set_index("backend")
+    assert list(s.columns) == ["median qps", "95% lo", "95% hi", "min qps", "max qps", "steps", "runs"]
+    posix = s.loc["posix"]
+    assert posix["steps"] == 3 and posix["min qps"] <= posix["95% lo"] <= posix["median qps"]
+    assert posix["median qps"] <= posix["95% hi"] <= posix["max qps"] and posix["95% lo"] < posix["95% hi"]
+    assert pd.isna(s.loc["libaio", "95% lo"])  # one step: no interval
+    fig = explore.draw(t, "backend", "qps", "backend")
+    ax = fig.axes[0]
+    assert ax.get_title() == "qps by backend: median and its 95% interval"
+    # the interval's bar (with its caps): a line from 95% lo to 95% hi
+    spans = [(np.nanmin(y), np.nanmax(y)) for y in (np.asarray(ln.get_ydata(), dtype=float) for ln in ax.lines)
+             if np.isfinite(y).any()]
+    assert (posix["95% lo"], posix["95% hi"]) in [pytest.approx(s) for s in spans], spans
+    plt.close("all")
+
+
 def test_two_runs_side_by_side(frame):
     ids = frame.drop_duplicates("run_id").set_index("backend")["run_id"]
     a, b = ids["posix"], ids["io_uring?registered_files=1"]
@@ -195,10 +228,16 @@ def test_save_plot_goes_through_the_figure_pipeline(frame, tmp_path):
 def test_the_widgets_update_on_change_and_save(store_dir, tmp_path):
     pytest.importorskip("ipywidgets")
     ex = explore.Explorer(store_dir, figures_dir=tmp_path / "figs")
-    assert ex.filters["benchmark"].value == ("readrandom",)  # the measurement most runs made
+    assert ex.filters["benchmark"].value == ("readrandom",)  # the first view: readrandom's qps by backend
+    assert ex.axes() == ("backend", "qps", "threads")
     assert ex.updates == 1 and ex.image.value[:4] == b"\x89PNG" and "3 steps of 3 runs" in ex.status.value
+    assert "95% interval" in ex.table_html.value and "95% lo" in ex.table_html.value
+    # every value of a short list shows, with a spare row; under each list, what it selects
+    assert ex.filters["benchmark"].rows == len(ex.filters["benchmark"].options) + 1
+    assert ">readrandom<" in ex.picked["benchmark"].value and ">all<" in ex.picked["backend"].value
     first = ex.image.value
     ex.filters["backend"].value = ("posix", "libaio")
+    assert ">posix, libaio<" in ex.picked["backend"].value
     assert ex.updates == 2 and "2 steps of 2 runs" in ex.status.value and ex.image.value != first
     assert set(ex.table["backend"]) == {"posix", "libaio"}
     ex.y.value = "cpuPer"

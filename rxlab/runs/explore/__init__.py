@@ -3,7 +3,8 @@
 `rxlab.explore()` in a notebook shows filters (study, benchmark, backend,
 threads, build, host, dates), x / y / hue pickers over the seeds' columns
 and rxlab's own, a seaborn plot in the project's style with its table
-under it, a two-run comparison, and a button that saves the plot through
+under it (first readrandom's qps by backend; per group the median and its
+95% interval), a two-run comparison, and a button that saves the plot through
 rxlab.core.figures (pdf, svg, png, the table drawn and the sidecar).
 
 data.py holds the data logic (the cached frame, filters, the two-run diff),
@@ -22,6 +23,7 @@ from rxlab.runs.explore.data import (
     choices,
     diff_runs,
     filter_runs,
+    first_view,
     is_category,
     load_seconds,
     measured_step,
@@ -47,6 +49,7 @@ __all__ = [
     "diff_runs",
     "draw",
     "filter_runs",
+    "first_view",
     "is_category",
     "load_seconds",
     "measured_step",

@@ -316,6 +316,23 @@ def runs_for(params: Params, *, live: bool = True) -> pd.DataFrame:
     return frame
 
 
+def first_view(frame: pd.DataFrame) -> dict:
+    """What the explorer shows first: readrandom's qps by backend (the question rxlab asks of every
+    backend), threads as hue when those runs have several thread counts, else the backend's colour.
+    Where no run has readrandom: the measurement most runs made (not a load, flush or compaction).
+    Returns the benchmark to select (None: none) and x, y, hue."""
+    if frame.empty or "benchmark" not in frame.columns:
+        return {"benchmark": None, "x": "backend", "y": "qps", "hue": "backend"}
+    measured = frame.loc[~frame["benchmark"].isin(PREPARING), "benchmark"]
+    if (measured == "readrandom").any():
+        bench = "readrandom"
+    else:
+        bench = measured.value_counts().index[0] if len(measured) else None
+    rows = frame[frame["benchmark"] == bench] if bench is not None else frame
+    several = "threads" in rows.columns and rows["threads"].nunique() > 1
+    return {"benchmark": bench, "x": "backend", "y": "qps", "hue": "threads" if several else "backend"}
+
+
 # --------------------------------------------------------------------------- filtering
 
 

@@ -14,9 +14,10 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from rxlab.core import figures
+from rxlab.core import figures, stats
 from rxlab.runs.explore.data import CATEGORIES, _sort_key, axis_columns, is_category, metric_columns
 
 
@@ -51,20 +52,34 @@ def plot_table(
     return t.reset_index(drop=True)
 
 
+INTERVAL = 0.95  # the level of the interval drawn around each group's median
+_DRAWS = 1000  # bootstrap resamples per group: enough for a drawn interval, fast enough for every redraw
+
+
+def median_interval(values) -> tuple[float, float]:
+    """The 95% interval of a group's median (percentile bootstrap, rxlab.core.stats); NaN for one value.
+    The values sorted first: the table and the drawing, which group rows in their own orders, agree."""
+    return stats.median_interval(np.sort(np.asarray(values, dtype=float)), level=INTERVAL, draws=_DRAWS)
+
+
 def summary_table(
     table: pd.DataFrame, x: str, y: str, hue: str | None = None, *, max_rows: int = 25
 ) -> pd.DataFrame:
-    """The table under the plot: per x (and hue) group, the median of y and the runs behind it (a
-    category x); for a numeric x, the plotted rows themselves, the largest y first (at most max_rows)."""
+    """The table under the plot: per x (and hue) group, the median of y, its 95% interval (`95% lo`,
+    `95% hi`: bootstrap, empty for a group of one step), min, max and the runs behind it (a category x);
+    for a numeric x, the plotted rows themselves, the largest y first (at most max_rows)."""
     if table.empty:
         return pd.DataFrame()
     if not is_category(table, x) or x == "started":
         return table.sort_values(y, ascending=False).head(max_rows).reset_index(drop=True)
     keys = [x, *([hue] if hue and hue != x else [])]
     g = table.groupby(keys, sort=True, dropna=False)
+    ci = g[y].agg(lambda v: median_interval(v.to_numpy(dtype=float)))
     out = pd.DataFrame(
         {
             f"median {y}": g[y].median(),
+            "95% lo": ci.map(lambda t: t[0]),
+            "95% hi": ci.map(lambda t: t[1]),
             f"min {y}": g[y].min(),
             f"max {y}": g[y].max(),
             "steps": g.size(),
@@ -84,8 +99,9 @@ def draw(
     table: pd.DataFrame, x: str, y: str, hue: str | None = None, *, title: str = "", pyplot: bool = True
 ):
     """The plot of a plot_table in the project's style: points per step, with the median per group
-    (a diamond) when x is a category; one colour per backend when hue is the backend. The explorer's
-    widgets draw with `pyplot=False` (rxlab.core.figures.figure)."""
+    (a diamond) and its 95% interval (a bar with caps, bootstrap; none for a group of one step) when x
+    is a category; one colour per backend when hue is the backend. The explorer's widgets draw with
+    `pyplot=False` (rxlab.core.figures.figure)."""
     import seaborn as sns  # noqa: PLC0415 - seaborn takes a second to import; only drawing needs it
 
     fig, ax = figures.figure(width="page", aspect=0.42, layout="constrained", pyplot=pyplot)
@@ -113,7 +129,9 @@ def draw(
             order=order,
             dodge=0.8 - 0.8 / len(hue_values) if dodge and hue_values else False,
             estimator="median",
-            errorbar=None,
+            errorbar=median_interval,  # the median's 95% interval: a bar where a group has 2+ steps
+            capsize=0.15,
+            err_kws={"linewidth": 1.2},
             linestyle="none",
             markers="D",
             markersize=4,
@@ -126,11 +144,14 @@ def draw(
     ax.set_ylim(bottom=0) if (pd.to_numeric(t[y], errors="coerce") >= 0).all() else None
     if ax.get_legend() is not None:
         ax.legend(title=hue, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    grouped = is_category(t, x) and x != "started"
     ax.set_title(
         title
         or f"{y} by {x}"
-        + (f" and {hue}" if hue else "")
-        + (f" ({len(hue_values)} {hue} values: no legend)" if many else "")
+        + (f" and {hue}" if hue and hue != x else "")
+        + (": median and its 95% interval" if grouped else "")
+        + (f" ({len(hue_values)} {hue} values: no legend)" if many else ""),
+        fontsize="medium",
     )
     return fig
 

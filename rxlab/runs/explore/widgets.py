@@ -3,6 +3,7 @@ runs side by side, the save button. Every change calls the functions of data.py 
 
 from __future__ import annotations
 
+import html
 import os
 import time
 from pathlib import Path
@@ -14,11 +15,12 @@ from rxlab.core import figures, store
 from rxlab.runs.explore.data import (
     CATEGORIES,
     FILTERS,
-    PREPARING,
     axis_columns,
     choices,
     diff_runs,
     filter_runs,
+    first_view,
+    is_category,
     metric_columns,
     run_choices,
     runs_frame,
@@ -47,9 +49,9 @@ class Explorer:
         root: str | os.PathLike | None = None,
         *,
         frame: pd.DataFrame | None = None,
-        x: str = "threads",
+        x: str = "auto",
         y: str = "qps",
-        hue: str | None = "backend",
+        hue: str | None = "auto",
         benchmark: str | None = "auto",
         figures_dir: str | os.PathLike | None = None,
     ):
@@ -67,9 +69,13 @@ class Explorer:
         opts = choices(self.frame)
         lay = w.Layout(width="150px")
         self.filters = {
-            f: w.SelectMultiple(options=[(str(v), v) for v in opts[f]], rows=5, description="", layout=lay)
+            f: w.SelectMultiple(
+                options=[(str(v), v) for v in opts[f]], rows=_rows(len(opts[f])), description="", layout=lay
+            )
             for f in FILTERS
         }
+        # under each list, what it selects: a selected value is said even where the list scrolls
+        self.picked = {f: w.HTML(layout=w.Layout(width="150px")) for f in FILTERS}
         days = opts["date"] or ["-"]
         self.date_from = w.Dropdown(
             options=days, value=days[0], description="from", layout=w.Layout(width="220px")
@@ -77,13 +83,10 @@ class Explorer:
         self.date_to = w.Dropdown(
             options=days, value=days[-1], description="to", layout=w.Layout(width="220px")
         )
-        if benchmark == "auto":  # the measurement most runs made (not a load, flush or compaction)
-            measured = (
-                self.frame.loc[~self.frame["benchmark"].isin(PREPARING), "benchmark"]
-                if "benchmark" in self.frame.columns
-                else pd.Series(dtype=object)
-            )
-            benchmark = measured.value_counts().index[0] if len(measured) else None
+        view = first_view(self.frame)  # readrandom's qps by backend, where the store has readrandom
+        benchmark = view["benchmark"] if benchmark == "auto" else benchmark
+        x = view["x"] if x == "auto" else x
+        hue = view["hue"] if hue == "auto" else hue
         if benchmark is not None and benchmark in opts["benchmark"]:
             self.filters["benchmark"].value = (benchmark,)
         axes, mets = axis_columns(self.frame), metric_columns(self.frame)
@@ -128,14 +131,11 @@ class Explorer:
         self.refresh_button.on_click(lambda _: self.refresh())
         self.save_button.on_click(lambda _: self.save())
 
-        def col(title, widget):
-            return w.VBox([w.HTML(f"<b>{title}</b>"), widget])
-
         head = w.HTML(f"<h3 style='margin:4px 0'>Runs in {self.root}</h3>")
         self.widget = w.VBox(
             [
                 head,
-                w.HBox([col(f, self.filters[f]) for f in FILTERS]),
+                w.HBox([w.VBox([w.HTML(f"<b>{f}</b>"), self.filters[f], self.picked[f]]) for f in FILTERS]),
                 w.HBox([w.Label("dates"), self.date_from, self.date_to, self.refresh_button]),
                 w.HBox([self.x, self.y, self.hue]),
                 self.status,
@@ -193,6 +193,7 @@ class Explorer:
             return
         if refilter:
             self.shown = filter_runs(self.frame, **self.selection())
+            self._show_picked()
         x, y, hue = self.axes()
         try:
             self.table = plot_table(self.shown, x, y, hue, check=False)
@@ -200,7 +201,12 @@ class Explorer:
             self.status.value = f"<span style='color:#b00'>{_first_line(e)}</span>"
             return
         self.image.value = png(draw(self.table, x, y, hue, pyplot=False))
-        self.table_html.value = _html_table(summary_table(self.table, x, y, hue), f"{y} by {x}")
+        grouped = is_category(self.table, x) and x != "started" if len(self.table) else False
+        caption = f"{y} by {x}" + (
+            ": per group, the median, its 95% interval (bootstrap; none for one step), min and max"
+            if grouped else ""
+        )
+        self.table_html.value = _html_table(summary_table(self.table, x, y, hue), caption)
         self.updates += 1
         self.last_update_s = time.perf_counter() - t0
         n_runs = self.shown["run_id"].nunique()
@@ -209,6 +215,13 @@ class Explorer:
             f"{self.frame['run_id'].nunique():,} runs in the store; updated in "
             f"{self.last_update_s:.2f} s"
         )
+
+    def _show_picked(self) -> None:
+        for f, c in self.filters.items():
+            text = ", ".join(map(str, c.value)) if c.value else "all"
+            self.picked[f].value = (
+                f"<small title='{html.escape(text, quote=True)}'>{html.escape(_short(text))}</small>"
+            )
 
     def _pick_runs(self) -> None:
         """The two-run pickers offer every run (the newest first); A and B start as the two newest runs
@@ -256,6 +269,7 @@ class Explorer:
             for f, c in self.filters.items():
                 keep = [v for v in c.value if v in opts[f]]
                 c.options = [(str(v), v) for v in opts[f]]
+                c.rows = _rows(len(opts[f]))
                 c.value = tuple(keep)
             days = opts["date"] or ["-"]
             for c, v in ((self.date_from, days[0]), (self.date_to, days[-1])):
@@ -296,6 +310,16 @@ class Explorer:
 
     def _repr_mimebundle_(self, **kw):
         return self.widget._repr_mimebundle_(**kw)
+
+
+def _rows(n: int) -> int:
+    """A filter list's height in rows: every value and one spare row (so the last value is clear of
+    the box's bottom edge), at most 10 (then the list scrolls; the line under it names the selection)."""
+    return max(2, min(n + 1, 10))
+
+
+def _short(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _cell(v) -> str:
