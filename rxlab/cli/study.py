@@ -38,6 +38,12 @@ def add_parser(sub) -> None:
     r.add_argument("--out", metavar="DIR",
                    help="where the figures, tables and findings go (default: data/studies/NAME/STUDY_ID); "
                         "never the repository's figures/")
+    r.add_argument("--target", type=float, metavar="PCT",
+                   help="a study measured in turns: the half-width (percent) every comparison's 95%% "
+                        "interval must reach (default: the study's, 2)")
+    r.add_argument("--budget", metavar="TIME",
+                   help="a study measured in turns: the time its turns may take, e.g. 90s, 10m, 1.5h "
+                        "(default: the scale's)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(fn=_run)
     h = ss.add_parser("runs", aliases=["history"],
@@ -94,6 +100,13 @@ def _run(a) -> int:
     kw = _parse_params(a.param)
     if "scale" in kw:
         raise ValueError("-p scale=...: give the scale with --scale")
+    for flag, value in (("target", a.target), ("budget", a.budget)):
+        if value is None:
+            continue
+        if study.compare is None:
+            raise ValueError(f"--{flag}: study {study.name} is not measured in turns (no comparisons to "
+                             "resolve)")
+        kw[flag] = value
     params = study.params(scale=a.scale, **kw)
     root = Path(a.runs) if a.runs else store.default_root()
     t0 = time.monotonic()

@@ -15,6 +15,10 @@ measured here). Each lives in a folder under rxlab/studies/ and subclasses
   `FigureSpec`, a table (`data`) and a drawing of that table alone (`draw`),
   so a saved figure can be redrawn from its saved table without rerunning.
 * `findings(result)`: what the numbers say, in Markdown.
+* `compare` (optional): a rxlab.core.turns_plan.Compare, what the study
+  compares; `plan` then gives one turn's rows and the protocol runs them in
+  turns, with an A/A pair of the base, until every comparison's 95% interval
+  is within the target or the budget is spent (rxlab/core/turns_plan.py).
 
 `Study.run` does the rest the same way for every study: a study id, a
 scratch directory that is removed afterwards, a progress bar, optional live
@@ -191,6 +195,7 @@ class StudyResult:
     settings: Any = None
     elapsed_s: float | None = None
     name: str = ""
+    turns: dict | None = None   # what the turns decided (rxlab.core.turns_plan.run_turns), if in turns
 
     @property
     def run_ids(self) -> list[str]:
@@ -301,6 +306,7 @@ class Study:
     result_type: ClassVar[type[StudyResult]] = StudyResult
     tables: ClassVar[Mapping[str, Callable]] = {}
     figures: ClassVar[Mapping[str, FigureSpec]] = {}
+    compare: ClassVar[Any] = None   # a rxlab.core.turns_plan.Compare: the protocol runs the plan in turns
     work_prefix: ClassVar[str | None] = None   # unused: scratch folders are <name>-<id>-<pid> (executions)
 
     def __init_subclass__(cls, *, name: str | None = None, notebook: str | None = None,
@@ -308,12 +314,14 @@ class Study:
                           run_prefix: str | None = None,
                           params: type[StudyParams] | None = None, result: type[StudyResult] | None = None,
                           tables: Mapping[str, Callable] | None = None,
-                          figures: Mapping[str, FigureSpec] | None = None, work_prefix: str | None = None, **kw):
+                          figures: Mapping[str, FigureSpec] | None = None, work_prefix: str | None = None,
+                          compare: Any = None, **kw):
         """The class statement's keywords become the study's declarations; its docstring's first line,
         its title."""
         super().__init_subclass__(**kw)
         given = {"name": name, "notebook": notebook, "seed": seed, "run_prefix": run_prefix, "Params": params,
-                 "result_type": result, "tables": tables, "figures": figures, "work_prefix": work_prefix}
+                 "result_type": result, "tables": tables, "figures": figures, "work_prefix": work_prefix,
+                 "compare": compare}
         for attr, value in given.items():
             if value is not None:
                 setattr(cls, attr, value)
@@ -405,7 +413,8 @@ class Study:
         execution = executions.Execution(resume)
         steps = self.plan(params)
         keys = execution.keys(steps.itertuples(index=False))
-        execution.check_plan(keys, self.name, sid)
+        if self.compare is None:  # a study in turns has no plan made ahead: its turns' rows are reused
+            execution.check_plan(keys, self.name, sid)
         work, temporary = self._work_dir(params, sid)
         ctx = RunContext(self, sid, params, settings, root, work, progress=progress, execution=execution)
         show = _live_display(self) if live is True else live or None
@@ -414,14 +423,12 @@ class Study:
         _write_manifest(root, sid, self._manifest(ctx, "running", t0))
         try:
             self.setup(ctx)
-            bar = tqdm(steps.itertuples(index=False), total=len(steps), desc=f"{self.name} {params.scale}",
-                       unit="run", disable=not progress)
-            for key, row in zip(keys, bar, strict=True):
-                bar.set_postfix_str(self.describe(row)[:60])
+
+            def one(key: str, row) -> None:
                 before = execution.reused(key, root)
                 if before is not None:  # finished by the execution this one resumes
                     ctx.runs.extend(before)
-                    continue
+                    return
                 out = self.run_one(ctx, row)
                 new = [] if out is None else [out] if isinstance(out, Path) else list(out)
                 ctx.runs.extend(new)
@@ -429,6 +436,17 @@ class Study:
                 _write_manifest(root, sid, self._manifest(ctx, "running", t0))
                 if show is not None and ctx.runs:
                     show(self._result(ctx, t0))
+
+            if self.compare is not None:  # the protocol schedules turns until resolved (turns_plan)
+                seen: dict[str, int] = {}
+                self.compare.run_turns(self, ctx, steps, lambda row: one(executions.row_key(row, seen), row),
+                                       frame=lambda: self._result(ctx, t0).frame, progress=progress)
+            else:
+                bar = tqdm(steps.itertuples(index=False), total=len(steps),
+                           desc=f"{self.name} {params.scale}", unit="run", disable=not progress)
+                for key, row in zip(keys, bar, strict=True):
+                    bar.set_postfix_str(self.describe(row)[:60])
+                    one(key, row)
             status = "complete"
         except BaseException as e:
             status = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
@@ -448,13 +466,14 @@ class Study:
         frame = self.frame(store.catalog(ctx.root, runs=ctx.runs)) if ctx.runs else self.frame(pd.DataFrame())
         return self.result_type(study=ctx.id, frame=frame, runs=list(ctx.runs), root=ctx.root,
                                 params=ctx.params, settings=ctx.settings, elapsed_s=time.monotonic() - t0,
-                                name=self.name)
+                                name=self.name, turns=ctx.state.get("turns"))
 
     def _manifest(self, ctx: RunContext, status: str, t0: float, error: str | None = None) -> dict:
         return {"study": self.name, "id": ctx.id, "status": status, "error": error,
                 "params": ctx.params.as_dict(), "scale": ctx.params.scale,
                 "runs": [p.name for p in ctx.runs], "seconds": round(time.monotonic() - t0, 1),
                 "updated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                **({"turns": ctx.state["turns"]} if "turns" in ctx.state else {}),
                 **(ctx.execution.fields(time.monotonic() - t0) if ctx.execution is not None else {})}
 
     def resume(self, study_id: str, root: str | os.PathLike | None = None, *, progress: bool = True,

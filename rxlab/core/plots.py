@@ -1,0 +1,82 @@
+"""Plot families shared by every study, drawn from tidy tables in rxlab.core.figures' style.
+
+`ratio_plot`: ratios to a base with their 95% intervals, by category, from a
+comparison table (rxlab.core.resolution.compare's columns). A resolved
+comparison is a filled marker with a solid interval; an unresolved one is
+hollow with a dashed interval (never drawn as if it were resolved); the A/A
+control's interval is the grey band behind each category, so what "equal"
+looks like on this machine is beside every comparison.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
+
+from rxlab.core import figures as style
+from rxlab.core.resolution import AA
+
+__all__ = ["ratio_plot"]
+
+AA_COLOR = "#bbbbbb"
+
+
+def _order(values: pd.Series) -> list:
+    return list(dict.fromkeys(values))
+
+
+def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | None = None, ylabel: str = "",
+               title: str | None = None, width: str = "column"):
+    """Ratio with interval (`ratio`, `lo`, `hi`) per `x` category, one marker per `hue` value (dodged),
+    a panel per `panel` value; rows whose `config` is A/A become the grey band of their category.
+    `resolved` draws filled or hollow; `turns` is written under each category. Returns the figure."""
+    panels = _order(t[panel]) if panel else [None]
+    fig, axes = style.figure(width=width, aspect=0.62 if len(panels) == 1 else 0.3, ncols=len(panels),
+                             squeeze=False)
+    cmp = t[t["config"] != AA]
+    hues = _order(cmp[hue])
+    width_each = 0.7 / max(len(hues), 1)
+    for ax, pv in zip(axes[0], panels, strict=True):
+        sub = t if pv is None else t[t[panel] == pv]
+        cats = _order(sub[x])
+        for j, cv in enumerate(cats):
+            aa = sub[(sub[x] == cv) & (sub["config"] == AA)]
+            for r in aa.itertuples():
+                if np.isfinite(r.lo) and np.isfinite(r.hi):
+                    ax.fill_between([j - 0.45, j + 0.45], r.lo, r.hi, color=AA_COLOR, alpha=0.5, lw=0,
+                                    zorder=1, label="A/A control (95%)")
+            for i, hv in enumerate(hues):
+                r = sub[(sub[x] == cv) & (sub["config"] != AA) & (sub[hue] == hv)]
+                if r.empty or not np.isfinite(r["ratio"].iloc[0]):
+                    continue
+                r = r.iloc[0]
+                xi = j - 0.35 + width_each * (i + 0.5)
+                c = style.backend_color(str(hv))
+                ok = bool(r["resolved"])
+                if np.isfinite(r["lo"]) and np.isfinite(r["hi"]):
+                    ax.plot([xi, xi], [r["lo"], r["hi"]], color=c, lw=1.2, ls="-" if ok else "--", zorder=3)
+                ax.plot(xi, r["ratio"], "o", ms=4, mec=c, mfc=c if ok else "white", mew=1.1, zorder=4,
+                        label=str(hv))
+            n = sub.loc[(sub[x] == cv) & (sub["config"] != AA), "turns"]
+            if len(n):
+                ax.annotate(f"{int(n.min())}" + (f"-{int(n.max())}" if n.max() != n.min() else "") + " turns",
+                            (j, 0), xycoords=("data", "axes fraction"), xytext=(0, 2),
+                            textcoords="offset points", ha="center", va="bottom", fontsize=5, color="#555555")
+        ax.axhline(1.0, color="#333333", lw=0.6, zorder=2)
+        ax.set_xticks(range(len(cats)), [str(c) for c in cats])
+        ax.set_xlim(-0.5, len(cats) - 0.5)
+        if pv is not None:
+            ax.set_title(str(pv))
+    axes[0][0].set_ylabel(ylabel or "ratio to the base (95% interval)")
+    handles: dict = {}
+    for ax in axes[0]:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=False):
+            handles.setdefault(lab, h)
+    if not cmp.empty and not cmp["resolved"].astype(bool).all():
+        handles["unresolved (hollow, dashed)"] = Line2D([], [], marker="o", ls="--", color="#555555",
+                                                        mfc="white", ms=4)
+    fig.legend(list(handles.values()), list(handles), ncols=min(len(handles), 4), loc="lower center",
+               bbox_to_anchor=(0.5, 1.0), frameon=False, fontsize=6)
+    if title:
+        fig.suptitle(title, y=1.12, fontsize=7)
+    return fig

@@ -1,0 +1,108 @@
+"""The Study protocol's turns on a study without RocksDB: each run stores a synthetic measurement."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rxlab.core import store
+from rxlab.core.study import Study, StudyResult, manifest, match_runs
+from rxlab.core.turns_plan import Compare, TurnsParams, result_comparisons, turn_rows
+
+TRUTH = {"base": 100.0, "fast": 120.0, "noisy": 90.0}
+NOISE = {"base": 0.002, "fast": 0.002, "noisy": 0.02}
+_NAME = re.compile(r"^syn-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-t(?P<turn>\d+)-(?P<config>[a-z]+)-c(?P<copy>\d)-"
+                   r"(?P<group>[a-z]+)$")
+
+
+@dataclass
+class Params(TurnsParams):
+    seed: int = 0
+
+
+class Synthetic(Study, name="synthetic", notebook="", run_prefix="syn-", params=Params,
+                compare=Compare(config="config", metric="value", groups=("group",), turn="turn")):
+    """A study whose runs are draws around known values."""
+
+    def plan(self, params):
+        return pd.DataFrame([{"group": g, "config": c} for g in ("x", "y") for c in TRUTH])
+
+    def setup(self, ctx):
+        ctx.state["rng"] = np.random.default_rng(ctx.params.seed)
+
+    def run_one(self, ctx, row):
+        v = TRUTH[row.config] * np.exp(ctx.state["rng"].normal(0, NOISE[row.config]))
+        name = ctx.run_name(f"t{row.turn}", row.config, f"c{row.copy}", row.group)
+        with store.RunWriter(ctx.root, {"name": name}, {"hostname": "h"}) as w:
+            w.add_step({"name": "step", "value": v})
+        return w.path
+
+    def frame(self, cat):
+        cat, m = match_runs(cat, _NAME)
+        if cat.empty:
+            return pd.DataFrame(columns=["study", "turn", "config", "copy", "group", "value"])
+        return pd.DataFrame({"study": m["study"], "turn": m["turn"].astype(int), "config": m["config"],
+                             "copy": m["copy"].astype(int), "group": m["group"], "value": cat["value"]})
+
+
+STUDY = Synthetic()
+
+
+def test_turn_rows_put_the_base_twice_and_rotate_groups():
+    units = STUDY.plan(None)
+    t0 = turn_rows(units, STUDY.compare, 0)
+    t1 = turn_rows(units, STUDY.compare, 1)
+    assert list(t0["group"].drop_duplicates()) == ["x", "y"]
+    assert list(t1["group"].drop_duplicates()) == ["y", "x"]
+    x0 = t0[t0["group"] == "x"]
+    assert list(zip(x0["config"], x0["copy"], strict=True)) == [("base", 0), ("fast", 0), ("noisy", 0),
+                                                                 ("base", 1)]
+    only = turn_rows(units, STUDY.compare, 2, {("x",): ["noisy"], ("y",): []})
+    assert set(only.loc[only["group"] == "x", "config"]) == {"base", "noisy"}
+    assert "y" not in set(only["group"])     # nothing left to resolve there
+
+
+def test_the_protocol_runs_turns_until_resolved(tmp_path):
+    p = STUDY.params(scale="smoke", target=2.0, budget="5m", max_turns=40)
+    res = STUDY.run(p, tmp_path, progress=False)
+    t = result_comparisons(res, STUDY.compare)
+    assert {"ratio", "lo", "hi", "half_width", "resolved", "turns", "status"} <= set(t.columns)
+    fast = t[t["config"] == "fast"].set_index("group")
+    noisy = t[t["config"] == "noisy"].set_index("group")
+    assert fast["resolved"].all() and noisy["resolved"].all() and (t["half_width"].dropna() > 0).all()
+    assert ((fast["lo"] <= 1.2) & (fast["hi"] >= 1.2)).all()
+    # the quiet contender stopped at the minimum, the noisy one ran on with the base twice a turn, until
+    # its group was resolved
+    assert (fast["turns"] == 3).all() and noisy["turns"].max() > 3
+    aa = t[t["config"] == "A/A"].set_index("group")
+    m = manifest(tmp_path, res.study)
+    assert m["status"] == "complete" and m["turns"]["stopped"] == "" and m["turns"]["turns"] == noisy[
+        "turns"].max()
+    assert (aa["turns"] == noisy["turns"]).all() and list(aa["comparison"]) == ["base A/A", "base A/A"]
+    # loaded from the store, the same table
+    again = StudyResult(study=res.study, frame=STUDY.frame(store.catalog(tmp_path)), runs=res.runs,
+                        root=tmp_path)
+    pd.testing.assert_frame_equal(result_comparisons(again, STUDY.compare), t)
+
+
+def test_the_budget_stops_the_turns_and_the_table_says_so(tmp_path):
+    p = STUDY.params(scale="smoke", target=0.01, budget="1s", min_turns=3)
+    res = STUDY.run(p, tmp_path, progress=False)
+    t = result_comparisons(res, STUDY.compare)
+    assert res.turns["stopped"] == "budget"
+    assert not t["resolved"].any() and t["status"].str.startswith("unresolved:").all()
+    assert t["status"].str.contains("budget").all()
+
+
+@pytest.mark.parametrize(("kw", "line"), [
+    ({"target": 0}, "target=0: expected a half-width in percent"),
+    ({"budget": "soon"}, "budget='soon': expected None (the scale's) or a time such as 90s"),
+    ({"min_turns": 0}, "min_turns=0: expected an integer 1..1000"),
+])
+def test_bad_turn_parameters_are_one_line(kw, line):
+    with pytest.raises(ValueError, match=re.escape(line)) as e:
+        STUDY.params(**kw)
+    assert "\n" not in str(e.value)
