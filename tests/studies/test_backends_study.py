@@ -1,14 +1,16 @@
 """rxlab.studies.backends: parameters, the plan, one real tiny study through the store, tables and figures.
 
 The study runs for real (RocksDB on posix and io_uring, a 5 MB DB, the local
-and remote cases, one repetition, 0.1 s per timed read step) into a tmp
-store; everything downstream (study_frame, load_study, the tables with the
-report's numbers beside, the five figures) is checked on it.
+and remote cases, one turn: posix twice (the A/A pair) and io_uring once,
+0.1 s per timed read step) into a tmp store; everything downstream
+(study_frame, load_study, the comparisons, the tables with the report's
+numbers beside, the figures) is checked on it.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -18,6 +20,7 @@ from rxlab import studies
 from rxlab.bench import driver
 from rxlab.core import published, store
 from rxlab.core.study import manifest
+from rxlab.core.turns_plan import turn_rows
 from rxlab.studies.backends import STUDY, params, parts, tables, zippydb_options
 
 pytestmark = pytest.mark.timeout(180)
@@ -47,7 +50,9 @@ def _repo_data(monkeypatch):
     ({"case_delays": {"far": [10, 20]}},
      "case_delays={'far': [10, 20]}: expected {name: [delay_us, jitter_us]}"),
     ({"case_delays": {"Far": [10, 0]}}, "case_delays={'Far': [10, 0]}"),
-    ({"nosuch": 1}, "unknown parameter 'nosuch': allowed are scale, backends, threads"),
+    ({"nosuch": 1}, "unknown parameter 'nosuch': allowed are scale, target, budget, min_turns, max_turns, "
+                    "backends, threads"),
+    ({"target": -1}, "target=-1: expected a half-width in percent"),
 ])
 def test_a_bad_parameter_is_one_line_naming_it(kw, message):
     assert message in refusal(STUDY, **kw)
@@ -91,20 +96,25 @@ def test_the_sequence_splits_where_db_bench_starts_a_fresh_db():
     assert readseq["duration"] == 0 and readseq["ops"] == s.num
 
 
-def test_the_plan_rotates_cases_and_backends_each_repetition():
-    p = STUDY.params(scale="smoke", repeats=3)
-    plan = STUDY.plan(p)
+def test_each_turn_rotates_cases_and_backends_and_runs_the_base_twice():
+    p = STUDY.params(scale="smoke")
+    units = STUDY.plan(p)
+    assert len(units) == (4 + 3 + 3) * 2
+    plan = pd.concat([turn_rows(units, STUDY.compare, t) for t in range(3)], ignore_index=True)
     first = plan.drop_duplicates(["rep", "case"]).groupby("rep")["case"].first().tolist()
     assert first == ["local", "virtual", "remote"]
-    starts = plan.drop_duplicates(["rep", "case", "backend"])
+    starts = plan.drop_duplicates(["rep", "case", "backend", "copy"])
     local0 = starts[(starts["rep"] == 0) & (starts["case"] == "local")]["backend"].tolist()
     local1 = starts[(starts["rep"] == 1) & (starts["case"] == "local")]["backend"].tolist()
-    assert local0 == ["default", "posix", "libaio", "io_uring"]
-    assert local1 == ["posix", "libaio", "io_uring", "default"]
+    assert local0 == ["default", "posix", "libaio", "io_uring", "default"]
+    assert local1 == local0[::-1]
+    # the base of a case is its first backend: default on the local disk, posix in the emulated cases
+    twice = plan[plan["copy"] == 1].groupby("case")["backend"].unique().map(list).to_dict()
+    assert twice == {"local": ["default"], "virtual": ["posix"], "remote": ["posix"]}
     assert "default" not in set(plan.loc[plan["case"] != "local", "backend"])
-    per = plan.groupby(["rep", "case", "backend"])["part"].apply(list)
+    per = plan.groupby(["rep", "case", "backend", "copy"])["part"].apply(list)
     assert (per.map(lambda x: x == ["fillseq", "fillrandom"])).all()
-    assert len(plan) == 3 * (4 + 3 + 3) * 2
+    assert len(plan) == 3 * (5 + 4 + 4) * 2
 
 
 # ------------------------------------------------------------------ a real tiny study
@@ -120,7 +130,7 @@ def study(tmp_path_factory):
 
 def test_every_run_is_stored_and_found_again(study):
     p, res = study
-    assert len(res.runs) == len(STUDY.plan(p)) == 8
+    assert len(STUDY.plan(p)) == 8 and len(res.runs) == 12   # one turn: posix twice (A/A), io_uring once
     assert all(store.is_complete(r) for r in res.runs)
     f = res.frame
     assert set(f["case"]) == {"local", "remote"} and set(f["backend"]) == {"posix", "io_uring"}
@@ -133,7 +143,7 @@ def test_every_run_is_stored_and_found_again(study):
     assert again.backends == res.backends == ["posix", "io_uring"] and again.cases == ["local", "remote"]
     assert STUDY.load(res.root, study="20000101T000000abcd") is None
     m = manifest(res.root, res.study)
-    assert m["status"] == "complete" and m["study"] == "backends" and len(m["runs"]) == 8
+    assert m["status"] == "complete" and m["study"] == "backends" and len(m["runs"]) == 12
     assert m["params"]["backends"] == ["posix", "io_uring"] and m["scale"] == "smoke"
     # the DB directory is gone, the results stay
     assert not list(Path(p.db_dir).glob("lab-db-*"))
@@ -158,14 +168,15 @@ def test_the_remote_case_slows_device_reads(study):
     rr = f[f["test"] == "readrandom"].set_index(["case", "backend"])
     for b in ("posix", "io_uring"):
         # reads that reach the device take at least 88 us in the remote case: its p90 is far above local's
-        assert rr.loc[("remote", b), "p90_us"] > 88
-        assert rr.loc[("remote", b), "fs.reads"] > 0
+        assert (rr.loc[[("remote", b)], "p90_us"] > 88).all()     # posix: both runs of the A/A pair
+        assert (rr.loc[[("remote", b)], "fs.reads"] > 0).all()
 
 
 def test_tables_put_the_report_beside(study):
     _, res = study
     thr = tables.throughput_table(res, "local")
-    assert set(thr["test"]) == set(tables.LOCAL_TESTS) and (thr["n"] == 1).all()
+    assert set(thr["test"]) == set(tables.LOCAL_TESTS)
+    assert (thr.groupby("backend")["n"].first().to_dict()) == {"posix": 2, "io_uring": 1}
     row = thr[(thr["test"] == "fillseq") & (thr["backend"] == "posix")].iloc[0]
     assert (row["published MB/s"], row["published max"], row["published for"]) == (62.0, 64.0, "posix|libaio")
     row = thr[(thr["test"] == "readseq") & (thr["backend"] == "io_uring")].iloc[0]
@@ -188,10 +199,10 @@ def test_tables_put_the_report_beside(study):
 
 def test_the_five_figures_are_drawn_from_their_tables_and_saved_with_portable_ids(study, tmp_path):
     _, res = study
-    assert list(STUDY.figures) == ["lab_throughput", "lab_latency", "lab_zippydb", "lab_emulated_throughput",
-                                   "lab_emulated_latency"]
+    assert list(STUDY.figures) == ["lab_throughput", "lab_throughput_ratio", "lab_latency", "lab_zippydb",
+                                   "lab_emulated_throughput", "lab_emulated_latency"]
     for s in saved_figures(STUDY, res, tmp_path):
-        assert len(s.side["runs"]) == 8 and s.side["rocksdb_builds"]
+        assert len(s.side["runs"]) == 12 and s.side["rocksdb_builds"]
         assert f"{params.SEED_FILE}: lab_throughput" in s.side["published_sources"]
         assert s.again.axes, s.name
     # the bars' table: a median, a dot per repetition and the report's number where it gives one
@@ -207,6 +218,24 @@ def test_the_five_figures_are_drawn_from_their_tables_and_saved_with_portable_id
     assert set(rr["us"]) == {164.97, 242.49}
 
 
+def test_every_comparison_has_its_interval_and_the_a_a_row_and_says_why_it_is_unresolved(study, tmp_path):
+    """At smoke the budget (5 s) holds one turn: every ratio is there, none resolved, and it says why."""
+    _, res = study
+    c = STUDY.table("comparisons", res)
+    assert list(c.columns[:2]) == ["case", "test"]
+    assert {"ratio", "lo", "hi", "half_width", "resolved", "turns", "status"} <= set(c.columns)
+    local = c[c["case"] == "local"]
+    assert set(local["config"]) == {"io_uring", "A/A"} and set(local["base"]) == {"posix"}
+    assert set(local["test"]) == {"fillseq", "fillrandom", "readrandom", "readseq", "mixgraph"}
+    assert (c["ratio"] > 0).all() and not c["resolved"].any() and (c["turns"] == 1).all()
+    assert (c["status"] == "unresolved: too few turns (1 < 3), budget").all()
+    assert res.turns["stopped"] == "budget" and manifest(res.root, res.study)["turns"]["turns"] == 1
+    plt.close(STUDY.figure("lab_throughput_ratio", res, directory=tmp_path))
+    fig = pd.read_csv(tmp_path / "lab_throughput_ratio.csv")
+    assert set(fig["config"]) == {"io_uring", "A/A"} and "half_width" in fig.columns
+    assert "unresolved, not to be read as differences" in STUDY.findings(res)
+
+
 def test_the_study_is_in_the_registry_and_its_outputs_are_written(study, tmp_path):
     _, res = study
     with pytest.raises(ValueError, match="study 'nosuch': known are .*backends"):
@@ -214,7 +243,7 @@ def test_the_study_is_in_the_registry_and_its_outputs_are_written(study, tmp_pat
     out = registered_outputs(STUDY, res, tmp_path)
     assert {"backends_throughput.tex", "backends_throughput.md", "backends_throughput.csv"} <= out.tables
     tex = (tmp_path / "tables" / "backends_throughput.tex").read_text()
-    assert "\\toprule" in tex and "published MB/s" in tex
+    assert "\\toprule" in tex and "published" in tex   # a wide table's headers are stacked (rxlab.core.tables)
     assert "Figure 3" in out.findings
 
 

@@ -13,10 +13,11 @@ import pandas as pd
 
 from rxlab.core import figures as style
 from rxlab.core import params as checks
+from rxlab.core.plots import ratio_plot
 from rxlab.core.study import FigureSpec
 from rxlab.studies.backends.params import CLUSTER_TESTS, LOCAL_TESTS, PCT_NAMES, ZIPPY_TEST
 from rxlab.studies.backends.result import BackendsResult
-from rxlab.studies.backends.tables import latency_table, throughput_table, zippydb_table
+from rxlab.studies.backends.tables import comparison_table, latency_table, throughput_table, zippydb_table
 
 BAR_COLUMNS = ["case", "test", "backend", "kind", "rep", "value", "value_max"]
 CURVE_COLUMNS = ["case", "test", "backend", "percentile", "kind", "us", "us_max"]
@@ -73,6 +74,13 @@ def zippydb_data(result: BackendsResult) -> pd.DataFrame:
             rows += _bar({"case": "local", "test": metric, "backend": b}, r[col], f[f["backend"] == b],
                          frame_col, published=r[pub])
     return pd.DataFrame(rows, columns=BAR_COLUMNS)
+
+
+def throughput_ratio_data(result: BackendsResult) -> pd.DataFrame:
+    """The local disk's comparisons: each backend's MB/s over default's per workload, with the interval
+    measured in turns, and default's A/A rows."""
+    c = comparison_table(result)
+    return c[c["case"] == "local"].reset_index(drop=True)
 
 
 def _curve_rows(result: BackendsResult, cases, tests, engines_only: bool = False) -> pd.DataFrame:
@@ -167,6 +175,13 @@ def draw_throughput(t: pd.DataFrame):
     return _panels(t, "test", "MB/s (db_bench)")
 
 
+def draw_throughput_ratio(t: pd.DataFrame):
+    """Figure 3 as ratios: each backend's MB/s over the base's per workload (95% interval over turns;
+    hollow and dashed: not resolved to the target), the base's A/A interval as the grey band."""
+    base = ", ".join(dict.fromkeys(t["base"].astype(str))) or "the base"
+    return ratio_plot(t, "test", ylabel=f"MB/s ratio to {base}", width="page")
+
+
 def draw_emulated_throughput(t: pd.DataFrame):
     """Figures 10 and 11: MB/s of fillseq, readrandom, readseq per case (local, virtual, remote), engine."""
     return _panels(t, "case", "MB/s (db_bench)")
@@ -248,6 +263,7 @@ def draw_emulated_latency(t: pd.DataFrame):
 
 FIGURES = {
     "lab_throughput": FigureSpec(throughput_data, draw_throughput),
+    "lab_throughput_ratio": FigureSpec(throughput_ratio_data, draw_throughput_ratio),
     "lab_latency": FigureSpec(latency_data, draw_latency),
     "lab_zippydb": FigureSpec(zippydb_data, draw_zippydb),
     "lab_emulated_throughput": FigureSpec(emulated_throughput_data, draw_emulated_throughput),

@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from rxlab.core import metrics, study
+from rxlab.core import engines, metrics, study
 from rxlab.core import params as checks
+from rxlab.core.resolution import StoppingRule
 from rxlab.core.study import StudySettings, settings_table, size_text
 from rxlab.core.sysinfo import work_space
+from rxlab.core.turns_plan import Compare, TurnsParams
 
 SEED_FILE = "lab-report-disaggregated-rocksdb-backends.txt"
 PUBLISHED_TABLES = ("lab_throughput", "lab_latency", "lab_throughput_change", "lab_statements", "hardware",
@@ -63,20 +65,24 @@ def with_case(backend: str, case: DeviceCase) -> str:
     """The backend URI with the case's delay_us and jitter_us (unchanged for a zero delay)."""
     if not case.delay_us:
         return backend
-    q = f"delay_us={case.delay_us}" + (f"&jitter_us={case.jitter_us}" if case.jitter_us else "")
-    return f"{backend}{'&' if '?' in backend else '?'}{q}"
+    return engines.with_options(backend, delay_us=case.delay_us, jitter_us=case.jitter_us or None)
 
 
 def strip_case(uri: str) -> str:
     """The backend URI without delay_us and jitter_us: the backend a case was run on."""
-    base, _, q = str(uri).partition("?")
-    keep = [p for p in q.split("&") if p and not p.startswith(("delay_us=", "jitter_us="))]
-    return base + ("?" + "&".join(keep) if keep else "")
+    return engines.with_options(uri, delay_us=None, jitter_us=None)
 
 
 def engine(backend: str) -> str:
     """posix, libaio, io_uring or default: the URI's engine."""
-    return str(backend).removeprefix("rxlab://").split("?")[0]
+    return engines.engine(backend)
+
+
+# What the study compares, in turns (rxlab.core.turns_plan): per device case, each backend's MB/s against
+# the case's first backend (default on the local disk, posix in the emulated cases: default has no delay),
+# test by test.
+COMPARE = Compare(config="backend", metric="mbps", groups=("case",), keys=("test",), turn="rep",
+                  label="MB/s")
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,7 @@ class Settings(StudySettings):
     threads: int
     work_dir: str
     free_bytes: int
+    turns: str = ""     # the stopping rule, in words
 
     def table(self) -> pd.DataFrame:
         return settings_table([
@@ -110,13 +117,17 @@ class Settings(StudySettings):
             ("block size, compression", f"{BLOCK_SIZE} B, {COMPRESSION}"),
             ("readrandom, mixgraph duration", f"{self.duration:g} s"),
             ("readseq", "one pass over the DB per thread"), ("read threads", self.threads),
-            ("repeats", self.repeats), ("work directory", self.work_dir),
+            ("turns", self.turns), ("work directory", self.work_dir),
             ("free there", size_text(self.free_bytes))])
 
 
 @dataclass
-class Params(study.StudyParams):
+class Params(TurnsParams):
     """The study's parameters (the notebook's papermill parameters).
+
+    The study runs in turns (rxlab.core.turns_plan): target (percent), budget,
+    min_turns and max_turns set the stopping rule; `repeats`, when given, runs
+    exactly that many turns instead.
 
     backends: default and/or rxlab engine URIs (posix, libaio, io_uring, ...),
     without delays. threads: clients of the read steps (the fills run with one,
@@ -126,7 +137,7 @@ class Params(study.StudyParams):
     on the rxlab engines only (RocksDB's default file system has no delay).
     """
 
-    backends: list = field(default_factory=lambda: ["default", "posix", "libaio", "io_uring"])
+    backends: list = field(default_factory=engines.backends)  # every backend of the registry, default first
     threads: int = 1
     db_dir: str | None = None
     repeats: int | None = None
@@ -156,6 +167,13 @@ class Params(study.StudyParams):
                         "emulated cases need an rxlab engine (posix, libaio, io_uring) among the backends")
         self.db_dir = checks.db_dir(self.db_dir)
         self.settings()
+
+    def rule(self) -> StoppingRule:
+        """TurnsParams' rule, or exactly `repeats` turns when repeats is given."""
+        r = super().rule()
+        if self.repeats is None:
+            return r
+        return StoppingRule(target=r.target, budget_s=None, min_turns=self.repeats, max_turns=self.repeats)
 
     def _custom_cases(self) -> dict[str, DeviceCase]:
         if self.case_delays is None:
@@ -205,4 +223,4 @@ class Params(study.StudyParams):
                         duration=float(self.duration) if self.duration is not None else sc.duration,
                         repeats=self.repeats if self.repeats is not None else sc.repeats,
                         cache_size=sc.cache_size, threads=self.threads, work_dir=str(work),
-                        free_bytes=int(free))
+                        free_bytes=int(free), turns=self.rule().describe())

@@ -1,10 +1,12 @@
 """The backends study: the lab report's workloads on each backend, on this disk and on emulated SSDs.
 
-Each repetition, device case and backend runs the sequence
-driver.SEQUENCES["lab_report"], split where db_bench would start a fresh
-database (every fill benchmark); each part is stored as a run. The order of
-cases and backends rotates from one repetition to the next, so drift of the
-machine hits every backend alike.
+Each device case and backend runs the sequence driver.SEQUENCES["lab_report"],
+split where db_bench would start a fresh database (every fill benchmark);
+each part is stored as a run. The protocol runs this plan in turns
+(params.COMPARE, rxlab.core.turns_plan): each turn runs every backend of a
+case once and the case's base twice (the A/A pair, run names r<turn>a for
+the second), in orders that rotate from turn to turn, until every backend's
+MB/s ratio to the base is resolved to the target or the budget is spent.
 """
 from __future__ import annotations
 
@@ -13,11 +15,12 @@ import re
 import pandas as pd
 
 from rxlab.bench import driver
-from rxlab.core import metrics, published, stats
+from rxlab.core import engines, metrics, published
 from rxlab.core.study import RunContext, Study, match_runs, tidy_frame
 from rxlab.studies.backends import figures, findings, tables
 from rxlab.studies.backends.params import (
     BLOCK_SIZE,
+    COMPARE,
     COMPRESSION,
     KEY_SIZE,
     LOCAL_TESTS,
@@ -34,9 +37,11 @@ from rxlab.studies.backends.params import (
 from rxlab.studies.backends.result import BackendsResult
 
 RUN_PREFIX = "lab-"
-_NAME_RE = re.compile(r"^lab-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-r(?P<rep>\d+)-(?P<case>[a-z][a-z0-9_]*)"
+_NAME_RE = re.compile(r"^lab-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-r(?P<rep>\d+)(?P<copy>a?)"
+                      r"-(?P<case>[a-z][a-z0-9_]*)"
                       r"-(?P<part>fillseq|fillrandom)-b(?P<b>\d+)$")
-KEYS = ["study", "rep", "case", "delay_us", "jitter_us", "backend", "backend_uri", "part", "test", "run_id"]
+KEYS = ["study", "rep", "copy", "case", "delay_us", "jitter_us", "backend", "backend_uri", "part", "test",
+        "run_id"]
 
 
 def zippydb_options() -> dict:
@@ -70,44 +75,42 @@ def parts(settings: Settings) -> list[list]:
 
 class BackendsStudy(Study, name="backends", notebook="30_backends", seed=SEED_FILE, published=PUBLISHED,
                            run_prefix=RUN_PREFIX, params=Params, result=BackendsResult, tables=tables.TABLES,
-                           figures=figures.FIGURES):
+                           figures=figures.FIGURES, compare=COMPARE):
     """The lab report's workloads on posix, libaio, io_uring and RocksDB's own file system."""
 
     def plan(self, params: Params) -> pd.DataFrame:
-        """The runs in execution order: rep, case, delay_us, jitter_us, backend, part (the fill that
-        starts it). Each repetition rotates the order of the cases and of the backends, so no backend
-        always runs first (cold) or last."""
+        """One turn's runs: case, delay_us, jitter_us, backend, part (the fill that starts it). The
+        protocol orders them per turn (cases and backends rotate, the case's first backend runs twice)
+        and adds rep (the turn) and copy."""
         s = params.settings()
         names = [p[0]["name"] for p in parts(s)]
         rows = []
-        for rep in range(s.repeats):
-            for c in stats.rotate(params.device_cases, rep):
-                case = params.case(c)
-                backs = params.backends if not case.delay_us else params.engines
-                for b in stats.rotate(backs, rep):
-                    for part in names:
-                        rows.append({"rep": rep, "case": c, "delay_us": case.delay_us,
-                                     "jitter_us": case.jitter_us, "backend": b, "part": part})
-        return pd.DataFrame(rows, columns=["rep", "case", "delay_us", "jitter_us", "backend", "part"])
+        for c in params.device_cases:
+            case = params.case(c)
+            for b in params.backends if not case.delay_us else params.engines:
+                for part in names:
+                    rows.append({"case": c, "delay_us": case.delay_us, "jitter_us": case.jitter_us,
+                                 "backend": b, "part": part})
+        return pd.DataFrame(rows, columns=["case", "delay_us", "jitter_us", "backend", "part"])
 
     def setup(self, ctx: RunContext) -> None:
         ctx.state["db"] = ctx.path("lab-db")
         ctx.state["parts"] = {p[0]["name"]: p for p in parts(ctx.settings)}
 
     def describe(self, row) -> str:
-        return f"rep {row.rep} {row.case} {row.backend} {row.part}"
+        return f"{row.case} {row.backend}{' (A/A)' if row.copy else ''} {row.part}"
 
     def run_one(self, ctx: RunContext, row):
         p: Params = ctx.params
         s: Settings = ctx.settings
         spec = driver.RunSpec(
-            db=str(ctx.state["db"]), name=ctx.run_name(f"r{row.rep}", row.case, row.part,
-                                                       f"b{p.backends.index(row.backend)}"),
+            db=str(ctx.state["db"]), name=ctx.run_name(f"r{row.rep}{'a' if row.copy else ''}", row.case,
+                                                       row.part, f"b{p.backends.index(row.backend)}"),
             backend=with_case(row.backend, p.case(row.case)), steps=ctx.state["parts"][row.part], num=s.num,
             key_size=KEY_SIZE, value_size=VALUE_SIZE, threads=s.threads, duration=s.duration,
             block_size=BLOCK_SIZE, block_align=False, compression=COMPRESSION, cache_size=s.cache_size,
             bloom_bits=0, use_direct_reads=True, use_direct_io_for_flush_and_compaction=True,
-            write_buffer_size=WRITE_BUFFER, scale=p.scale, seed=1000 * row.rep)
+            write_buffer_size=WRITE_BUFFER, scale=p.scale, seed=1000 * row.rep + 500 * row.copy)
         return driver.run(spec, root=ctx.root, progress=False)
 
     def frame(self, cat: pd.DataFrame) -> pd.DataFrame:
@@ -116,9 +119,11 @@ class BackendsStudy(Study, name="backends", notebook="30_backends", seed=SEED_FI
         if cat.empty:
             return pd.DataFrame(columns=[*KEYS, *metrics.SEED_COLUMNS, "mbps"])
         uri = cat["backend"].astype(str)
-        delay = pd.to_numeric(uri.str.extract(r"delay_us=(\d+)")[0], errors="coerce").fillna(0).astype(int)
-        jitter = pd.to_numeric(uri.str.extract(r"jitter_us=(\d+)")[0], errors="coerce").fillna(0).astype(int)
-        keys = pd.DataFrame({"study": m["study"], "rep": m["rep"].astype(int), "case": m["case"],
+        opts = uri.map(engines.options)
+        delay = pd.to_numeric(opts.str.get("delay_us"), errors="coerce").fillna(0).astype(int)
+        jitter = pd.to_numeric(opts.str.get("jitter_us"), errors="coerce").fillna(0).astype(int)
+        keys = pd.DataFrame({"study": m["study"], "rep": m["rep"].astype(int),
+                             "copy": (m["copy"] == "a").astype(int), "case": m["case"],
                              "delay_us": delay, "jitter_us": jitter, "backend": uri.map(strip_case),
                              "backend_uri": uri, "part": m["part"]}, index=cat.index)
         return tidy_frame(keys, cat, metrics.seed_columns(cat), first=KEYS, drop=["backend"],

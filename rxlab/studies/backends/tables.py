@@ -8,8 +8,10 @@ import pandas as pd
 
 from rxlab.core import metrics, published
 from rxlab.core import params as checks
+from rxlab.core.turns_plan import result_comparisons
 from rxlab.studies.backends.params import (
     CLUSTER_TESTS,
+    COMPARE,
     ENGINES,
     LOCAL_TESTS,
     PCT_COLUMNS,
@@ -78,10 +80,18 @@ def _median_rows(result: BackendsResult, case: str,
                 yield t, b, m.iloc[0]
 
 
+def comparison_table(result: BackendsResult) -> pd.DataFrame:
+    """Per case and test, each backend's MB/s ratio to the case's base (default on the local disk, posix
+    in the emulated cases) with its 95% interval over turns, half-width (%), resolved, turns and status,
+    and the base's A/A row (rxlab.core.turns_plan)."""
+    return result_comparisons(result, COMPARE)
+
+
 def throughput_table(result: BackendsResult, case: str = "local",
                      tests: Sequence[str] = LOCAL_TESTS) -> pd.DataFrame:
     """MB/s per test and backend in one case (medians, min..max, n), the report's number beside
-    (published, published_max, qualifier, figure; empty where it states none for that backend)."""
+    (published, published_max, qualifier, figure; empty where it states none for that backend). The
+    backends' ratios with their intervals: `comparison_table`."""
     pub = published.load("lab_throughput")
     pub = pub[pub["tracing"].isna()]  # Figure 5's rows (strace, perf) are another experiment
     rows = []
@@ -200,6 +210,7 @@ def hardware_table(result: BackendsResult) -> pd.DataFrame:
 
 TABLES = {
     "hardware": hardware_table,
+    "comparisons": comparison_table,
     "throughput": throughput_table,
     "latency": latency_pivot,
     "zippydb": zippydb_table,
