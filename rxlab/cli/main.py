@@ -45,6 +45,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("rxlab.cli.runs", ("runs", "show", "compare")),
     ("rxlab.cli.engines", ("engines",)),
     ("rxlab.cli.study", ("study", "clean")),
+    ("rxlab.cli.ab", ("ab",)),
     ("rxlab.cli.figure", ("figure", "export", "archive", "import")),
     ("rxlab.cli.lab", ("lab",)),
     ("rxlab.cli.orchestrate", ("report", "sweep", "worker")),

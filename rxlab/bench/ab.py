@@ -1,0 +1,206 @@
+"""Two configurations of RocksDB compared on this machine: what `rxlab ab A B` measures, turn by turn.
+
+A side is a backend or URI (`posix`, `rxlab://io_uring?registered_files=1`,
+`default`), RocksDB options (`opts:block_size=16384;cache_size=...` in
+RocksDB's syntax, on the default backend), a build (`build:9.11.2-clang16`,
+its compiled rxlab module selected with RXLAB_BUILD) or a version
+(`9.11.2`: its gcc build). `parse_side` turns the words into a `Side`, one
+line when they are not one.
+
+Reads (readrandom, readseq, multireadrandom, seekrandom) are measured in
+turns of processes (rxlab.bench.turns): each turn is one session of fresh
+reader processes, A, B and A again (the A/A control), all reading the
+prepared DB read-only, all but one stopped, in slices; a side's value in a
+turn is its device reads per second over the session (for readers of one DB
+layout, reads per query are equal, so the ratio is the QPS ratio; sides whose
+options change the files read their own DB, and the CPU per read is kept
+beside). Writes (fillseq, fillrandom, overwrite) run one after another in
+fresh processes, A, B and A again in the turn's order, each a fresh DB;
+a side's value is its operations per second.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rxlab.bench import driver, turns
+from rxlab.core import builds, sysinfo
+from rxlab.core import params as checks
+
+__all__ = ["READS", "WRITES", "Side", "parse_side", "prepare", "read_session", "write_run"]
+
+READS = ("readrandom", "readseq", "multireadrandom", "seekrandom")
+WRITES = ("fillseq", "fillrandom", "overwrite")
+CONTROL = " again"
+
+# The DB both sides read (driver.RunSpec's defaults are the seeds': 8 KiB blocks, block_align, O_DIRECT,
+# 8 MiB cache, bloom 10); max_open_files as selfcheck's readers: OpenForReadOnly of a one-level DB with
+# -1 gives a CompactedDBImpl, whose Get is not the one readrandom measures elsewhere.
+READ_OPTIONS = "max_open_files=1000"
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: what the words said, and how a process runs it."""
+
+    text: str
+    kind: str                 # backend, opts, build, version
+    backend: str = "default"
+    options: str = ""         # RocksDB options (RocksDB's syntax)
+    build: str | None = None  # a build key: the child imports that build's module
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.text
+
+
+_OPT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*=[^;=]+(;[A-Za-z_][A-Za-z0-9_.]*=[^;=]+)*;?$")
+
+
+def parse_side(text: str, name: str = "A") -> Side:
+    """A side from its words (see the module's docstring); a ValueError of one line otherwise."""
+    t = str(text).strip()
+    if t.startswith("opts:"):
+        opts = t.removeprefix("opts:").strip()
+        if not _OPT_RE.match(opts):
+            raise ValueError(f"{name}={text!r}: expected opts:NAME=VALUE[;NAME=VALUE...] in RocksDB's option "
+                             "syntax, e.g. opts:block_size=16384")
+        return Side(t, "opts", options=opts)
+    if t.startswith("build:") or re.fullmatch(r"\d+\.\d+\.\d+", t):
+        key = t.removeprefix("build:").strip()
+        if re.fullmatch(r"\d+\.\d+\.\d+", key):
+            key = builds.build_key(key)
+        try:
+            builds.get_build(key)
+        except builds.BuildError as e:
+            raise ValueError(f"{name}={text!r}: {e}; make it with `rxlab build-rocksdb`") from None
+        if builds.module_record(key) is None:
+            raise ValueError(f"{name}={text!r}: no rxlab module compiled for build {key}; make it with "
+                             f"`rxlab build-module {key}`")
+        return Side(t, "build", build=key, env={builds.BUILD_ENV: key})
+    try:
+        uri = checks.backend(t, name=name)
+    except ValueError as e:
+        raise ValueError(f"{e}; or opts:NAME=VALUE, build:KEY, a version such as 9.10.0") from None
+    return Side(t, "backend", backend=uri)
+
+
+def _spec(side: Side, db: Path, num: int, threads: int, **kw) -> driver.RunSpec:
+    opts = ";".join(o for o in (READ_OPTIONS if kw.get("readonly") else "", side.options) if o)
+    return driver.RunSpec(db=str(db), name=kw.pop("name", "ab"), backend=side.backend, num=num,
+                          threads=threads, options=opts, statistics=False, **kw)
+
+
+def db_for(side: Side) -> str:
+    """The name of the DB a side reads: one DB for sides that differ only in backend or build, one of
+    its own for a side whose options may change the files."""
+    return "db-" + re.sub(r"[^A-Za-z0-9]+", "_", side.options)[:40] if side.options else "db"
+
+
+def prepare(sides: Sequence[Side], work: Path, num: int, *, progress: bool = False) -> dict[str, Path]:
+    """Load (fillseq, flush, compact) each DB the sides read; returns side text -> DB path."""
+    out: dict[str, Path] = {}
+    made: dict[str, Path] = {}
+    for s in sides:
+        name = db_for(s)
+        if name not in made:
+            db = work / name
+            spec = _spec(s if s.options else Side("default", "backend"), db, num, 1,
+                         steps=["fillseq", "flush", "compact"], name=f"ab-load-{name}")
+            driver.validate(spec)
+            sess = driver.Session(spec)
+            try:
+                for step in driver.expand(spec.steps):
+                    sess.run_step(step)
+            finally:
+                sess.close()
+            made[name] = db
+        out[s.text] = made[name]
+    return out
+
+
+_READER = """
+import json, sys
+a = json.loads(sys.argv[1])
+from rxlab.bench import driver
+spec = driver.RunSpec(**a["spec"])
+driver.validate(spec)
+s = driver.Session(spec)
+s.run_step({"name": a["workload"], "label": a["workload"]})
+"""
+
+
+def reader(name: str, side: Side, db: Path, num: int, threads: int, workload: str,
+           seed: int) -> turns.Contender:
+    """A process reading `db` read-only with `workload` until it is killed (turns.Contender)."""
+    spec = _spec(side, db, num, threads, steps=[workload], duration=10**6, readonly=True,
+                 use_existing_db=True, seed=seed)
+    args = {"spec": spec.to_dict(), "workload": workload}
+    return turns.Contender(name, [sys.executable, "-c", _READER, json.dumps(args, default=str)],
+                           {**os.environ, **side.env} if side.env else None)
+
+
+def read_session(a: Side, b: Side, dbs: Mapping[str, Path], *, num: int, threads: int, workload: str,
+                 turn: int, rounds: int, slice_s: float, warmup_s: float, cpus: set[int] | None = None,
+                 progress: bool = False) -> list[dict]:
+    """One turn of reads: a session of A, B and A again (fresh processes, other keys each turn), each
+    side's pooled device reads per second and CPU per read; rows of config, copy, value, cpu_per_read_us,
+    reads, wall_s."""
+    seed = 1000 * (turn + 1)
+    group = [reader("A", a, dbs[a.text], num, threads, workload, seed),
+             reader("B", b, dbs[b.text], num, threads, workload, seed + 100),
+             reader("A" + CONTROL, a, dbs[a.text], num, threads, workload, seed + 200)]
+    k = turn % len(group)           # who starts first moves from turn to turn
+    disk = sysinfo.device_for_path(dbs[a.text]).disk
+    df = turns.measure(group[k:] + group[:k], sessions=1, rounds=rounds, slice_s=slice_s, warmup_s=warmup_s,
+                       disk=disk, cpus=cpus, progress=progress)
+    g = df.groupby("contender")[["cpu_s", "reads", "wall_s"]].sum()
+    which = {"A": (a.text, 0), "B": (b.text, 0), "A" + CONTROL: (a.text, 1)}
+    rows = []
+    for who, (config, copy) in which.items():
+        r = g.loc[who]
+        rate = r["reads"] / r["wall_s"] if r["wall_s"] else 0.0
+        rows.append({"config": config, "copy": copy, "value": rate,
+                     "cpu_per_read_us": 1e6 * r["cpu_s"] / r["reads"] if r["reads"] else float("nan"),
+                     "reads": int(r["reads"]), "wall_s": float(r["wall_s"])})
+    return rows
+
+
+_WRITER = """
+import json, sys
+a = json.loads(sys.argv[1])
+from rxlab.bench import driver
+spec = driver.RunSpec(**a["spec"])
+driver.validate(spec)
+s = driver.Session(spec)
+try:
+    row = s.run_step({"name": a["workload"], "label": a["workload"]})
+finally:
+    s.close()
+print("RXLAB-AB " + json.dumps({"ops": row["ops"], "wall_s": row["wall_s"], "cpu_s": row.get("cpu_s")}))
+"""
+
+
+def write_run(side: Side, db: Path, *, num: int, threads: int, workload: str, seed: int,
+              timeout: float = 3600) -> dict:
+    """One write run of `workload` on a fresh DB at `db` in its own process; {ops, wall_s, value}."""
+    shutil.rmtree(db, ignore_errors=True)
+    spec = _spec(side, db, num, threads, steps=[workload], seed=seed)
+    args = {"spec": spec.to_dict(), "workload": workload}
+    p = subprocess.run([sys.executable, "-c", _WRITER, json.dumps(args, default=str)], capture_output=True,
+                       text=True, timeout=timeout, env={**os.environ, **side.env}, check=False)
+    shutil.rmtree(db, ignore_errors=True)
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RXLAB-AB ")), None)
+    if p.returncode != 0 or line is None:
+        tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"{side.text}: {workload} failed (exit {p.returncode}): {tail}")
+    r = json.loads(line.split(" ", 1)[1])
+    return {**r, "value": r["ops"] / r["wall_s"] if r["wall_s"] else 0.0}

@@ -1,0 +1,101 @@
+"""`rxlab ab A B`: two configurations compared in turns with an A/A control, until resolved or out of time."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+from rxlab.bench.ab import READS
+from rxlab.core import store
+from rxlab.core.paths import REPO
+from rxlab.core.resolution import AA, DEFAULT_TARGET_PCT, format_comparison
+from rxlab.core.study import SCALES
+from rxlab.studies.ab import AB, comparison_table
+
+TITLE = "comparisons"
+
+SIDES = ("a backend or URI (posix, default, rxlab://io_uring?registered_files=1), RocksDB options "
+         "(opts:block_size=16384), a build (build:9.11.2-clang16) or a version (9.11.2: its gcc build)")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "ab", help="compare two configurations (backends, options, builds, versions) in turns with an A/A "
+                   "control, until the ratio's 95% interval is within --target or --budget runs out",
+        description="Compare two configurations on this machine. Reads run as processes in turns (all "
+                    "reading one prepared DB, all but one stopped), writes one after another; every turn "
+                    "runs A twice (the A/A control) and B once. The ratio B/A and its 95% interval are "
+                    "printed as they converge; the comparison is stored as a study with a figure.\n"
+                    f"A and B: {SIDES}.")
+    p.add_argument("a", metavar="A", help="the base side")
+    p.add_argument("b", metavar="B", help="the side compared with it")
+    p.add_argument("--workload", default="readrandom",
+                   help="readrandom, readseq, multireadrandom, seekrandom (reads: processes in turns) or "
+                        "fillseq, fillrandom, overwrite (writes: runs one after another)")
+    p.add_argument("--threads", type=int, default=1, help="client threads of each side")
+    p.add_argument("--target", type=float, default=DEFAULT_TARGET_PCT, metavar="PCT",
+                   help="stop when the ratio's 95%% interval is within +-PCT percent")
+    p.add_argument("--budget", default="10m", metavar="TIME", help="stop when another turn would overrun it "
+                                                                   "(90s, 10m, 1.5h)")
+    p.add_argument("--min-turns", type=int, default=3, help="turns before the rule may stop")
+    p.add_argument("--num", type=int, help="keys in the DB (default: the scale's; small: 1,000,000)")
+    p.add_argument("--scale", default="small", choices=SCALES,
+                   help="smoke: a tiny DB and short slices (a check of the pipeline); small; full")
+    p.add_argument("--db-dir", metavar="DIR",
+                   help="where the DB is made (default: a scratch folder, removed)")
+    p.add_argument("--runs", metavar="DIR", help="results store (default: $RXLAB_RUNS or data/runs)")
+    p.add_argument("--out", metavar="DIR",
+                   help="the figure, tables and findings (default: data/studies/ab/ID)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (ratio, lo, hi, turns, seconds, resolved, ...) on stdout, "
+                        "progress on stderr")
+    p.add_argument("--quiet", action="store_true", help="no progress")
+    p.set_defaults(fn=_run)
+
+
+def _num(v: float) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 5)
+
+
+def _run(a) -> int:
+    params = AB.params(a=a.a, b=a.b, workload=a.workload, threads=a.threads, target=a.target, budget=a.budget,
+                       min_turns=a.min_turns, num=a.num, scale=a.scale, db_dir=a.db_dir)
+    root = Path(a.runs) if a.runs else store.default_root()
+    t0 = time.monotonic()
+    try:
+        result = AB.run(params, root, progress=not a.quiet)
+    except KeyboardInterrupt:
+        print(f"\nrxlab ab: interrupted; the turns stored so far stay in {root}", file=sys.stderr)
+        return 130
+    seconds = time.monotonic() - t0
+    out = Path(a.out) if a.out else REPO / "data" / "studies" / "ab" / result.study
+    AB.save_outputs(result, out)
+    t = comparison_table(result)
+    row = t[t["config"] != AA].iloc[0].to_dict()
+    aa = t[t["config"] == AA]
+    aa = aa.iloc[0].to_dict() if len(aa) else {}
+    decided = result.turns or {}
+    if a.json:
+        print(json.dumps({
+            "a": a.a, "b": a.b, "workload": a.workload, "threads": a.threads, "metric": _metric(a.workload),
+            "ratio": _num(row["ratio"]), "lo": _num(row["lo"]), "hi": _num(row["hi"]),
+            "half_width_pct": _num(row["half_width"]), "target_pct": a.target,
+            "resolved": bool(row["resolved"]),
+            "status": row["status"], "turns": int(row["turns"]), "seconds": round(seconds, 1),
+            "turns_seconds": decided.get("seconds"), "budget_s": decided.get("budget_s"),
+            "aa": {**{k: _num(aa.get(k)) for k in ("ratio", "lo", "hi", "half_width")},
+                   "turns": int(aa.get("turns", 0))},
+            "study": result.study, "outputs": str(out)}))
+        return 0
+    print(f"{a.workload}, {a.threads} thread(s), {_metric(a.workload)}:")
+    print(f"  {format_comparison(row)}")
+    if aa:
+        print(f"  {format_comparison(aa)}")
+    print(f"  {seconds:.0f} s in all; study ab {result.study}: figure, tables and findings in {out}")
+    return 0
+
+
+def _metric(workload: str) -> str:
+    return "device reads per second (B/A)" if workload in READS else "operations per second (B/A)"

@@ -1,0 +1,54 @@
+"""`rxlab ab A B` end to end at smoke (a tiny DB, seconds of budget), and its one-line refusals."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers_cli import describe, run_cli
+
+from rxlab.core.study import manifest
+
+
+@pytest.mark.timeout(240)
+def test_ab_reads_in_turns_and_prints_one_json_object(tmp_path):
+    r = run_cli("ab", "posix", "rxlab://io_uring", "--scale", "smoke", "--budget", "40s", "--json",
+                "--runs", tmp_path / "runs", "--out", tmp_path / "out", "--db-dir", tmp_path / "db",
+                timeout=200)
+    assert r.returncode == 0, describe(r)
+    out = json.loads(r.stdout)   # exactly one object on stdout
+    assert {"ratio", "lo", "hi", "turns", "seconds", "resolved", "status", "aa"} <= set(out)
+    assert out["ratio"] > 0 and out["turns"] >= 2 and out["lo"] <= out["ratio"] <= out["hi"]
+    aa = out["aa"]
+    assert aa["turns"] == out["turns"] and aa["lo"] <= aa["ratio"] <= aa["hi"]
+    assert out["resolved"] == (out["half_width_pct"] <= 2.0 and out["turns"] >= 3)
+    assert out["resolved"] or out["status"].startswith("unresolved: ")
+    assert "rxlab ab: turn 1" in r.stderr     # the ratio printed live as it converges
+    m = manifest(tmp_path / "runs", out["study"])
+    assert m["status"] == "complete" and len(m["runs"]) == 3 * out["turns"] and m["turns"]["target"] == 2.0
+    assert (tmp_path / "out" / "ab.png").stat().st_size > 0 and (tmp_path / "out" / "ab.csv").is_file()
+    assert not list((tmp_path / "db").iterdir())      # the DB is scratch
+
+
+@pytest.mark.timeout(120)
+def test_ab_writes_run_one_after_another(tmp_path):
+    r = run_cli("ab", "posix", "opts:write_buffer_size=1048576", "--workload", "fillseq", "--scale", "smoke",
+                "--num", "5000", "--budget", "15s", "--min-turns", "2", "--json", "--runs", tmp_path / "runs",
+                "--out", tmp_path / "out", "--db-dir", tmp_path / "db", timeout=100)
+    assert r.returncode == 0, describe(r)
+    out = json.loads(r.stdout)
+    assert out["metric"].startswith("operations per second") and out["turns"] >= 1 and out["ratio"] > 0
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["posix", "nosuch"], "b='nosuch'"),
+    (["posix", "posix"], "the same as A"),
+    (["posix", "io_uring", "--workload", "dance"], "workload='dance': allowed are"),
+    (["posix", "io_uring", "--budget", "soon"], "budget='soon'"),
+    (["posix", "io_uring", "--target", "0"], "target=0"),
+    (["posix", "opts:block_size"], "expected opts:NAME=VALUE"),
+    (["posix", "build:0.0.1-gcc12"], "no finished build '0.0.1-gcc12'"),
+])
+def test_bad_input_is_one_line(args, line):
+    r = run_cli("ab", *args, "--scale", "smoke", timeout=60)
+    assert r.returncode == 2, describe(r)
+    assert line in r.stderr and len(r.stderr.strip().splitlines()) == 1, describe(r)
