@@ -88,6 +88,11 @@ def test_python_quick_start(tmp_path):
     view = store.seed_view(store.catalog(tmp_path / "runs", runs=[own]))
     assert table["backend"].tolist() == ["posix"]  # one bar: its own run's readrandom, not a median of all
     assert table["qps"].tolist() == pytest.approx(view.loc[view["test"] == "readrandom", "qps"].tolist())
+    # redrawable from its table alone (its plot spec), beside the original
+    redrawn = run([str(BIN / "rxlab"), "figure", "redraw", "my_qps", "--dir", "my-figures", "--width",
+                   "page"], tmp_path, env_for(tmp_path))
+    assert (tmp_path / "my-figures" / "my_qps-page.png").is_file(), redrawn.stdout
+    assert json.loads((tmp_path / "my-figures" / "my_qps-page.json").read_text())["runs"] == [own]
 
 
 def test_jupyterlab_quick_start(tmp_path):

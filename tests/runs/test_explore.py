@@ -19,6 +19,7 @@ from helpers_explore import tiny_run
 
 from rxlab.core import store
 from rxlab.runs import explore
+from rxlab.runs import figures as saved_figures
 from rxlab.runs.explore import data as explore_data
 from rxlab.studies import quickstart
 
@@ -177,8 +178,8 @@ def test_each_group_has_the_95_interval_of_its_median(store_dir, tmp_path):
     ax = fig.axes[0]
     assert ax.get_title() == "qps by backend: median and its 95% interval"
     # the interval's bar (with its caps): a line from 95% lo to 95% hi
-    spans = [(np.nanmin(y), np.nanmax(y)) for y in (np.asarray(ln.get_ydata(), dtype=float) for ln in ax.lines)
-             if np.isfinite(y).any()]
+    ys = [np.asarray(ln.get_ydata(), dtype=float) for ln in ax.lines]
+    spans = [(np.nanmin(y), np.nanmax(y)) for y in ys if np.isfinite(y).any()]
     assert (posix["95% lo"], posix["95% hi"]) in [pytest.approx(s) for s in spans], spans
     plt.close("all")
 
@@ -219,6 +220,11 @@ def test_save_plot_goes_through_the_figure_pipeline(frame, tmp_path):
     assert sorted(side["runs"]) == sorted(t["run_id"].unique())
     assert side["table"]["rows"] == 3 and "readrandom" in side["notes"]
     assert pd.read_csv(paths["csv"])["qps"].tolist() == pytest.approx(t["qps"].tolist())
+    # redrawable from its table alone (the plot spec in its sidecar), as `rxlab figure redraw` does it
+    assert side["plot"] == {"kind": "explore", "x": "threads", "y": "qps", "hue": "backend"}
+    done = saved_figures.redraw(["explore_qps_by_threads_backend"], tmp_path / "figs", width="page")
+    (redrawn,) = done.values()
+    assert redrawn["png"].is_file() and redrawn["png"].name == "explore_qps_by_threads_backend-page.png"
     with pytest.raises(ValueError, match=r"^name='../x': use letters"):
         explore.save_plot(t, "threads", "qps", name="../x", directory=tmp_path)
     with pytest.raises(ValueError, match="nothing to save"):

@@ -185,6 +185,7 @@ def save_plot(
         name,
         table=table,
         draw_args={"x": x, "y": y, "hue": hue},
+        plot={"kind": "explore", "x": x, "y": y, "hue": hue},  # `rxlab figure redraw NAME` draws it again
         study=", ".join(studies_) or None,
         runs=sorted(table["run_id"].unique()),
         builds=sorted(set(table["build"])) if "build" in table.columns else (),
