@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from rxlab import _core
+import rxlab
 from rxlab.bench.references import plugin_path
 from rxlab.core import builds
 
@@ -47,9 +47,10 @@ def _plugin_path(a) -> int:
 
 
 def _rocksdb(a) -> int:
+    core = rxlab._core  # loaded first: the active build is the one of the module this process loads
     prefix = builds.active_build()
     rec = json.loads((prefix / "build.json").read_text()) if (prefix / "build.json").is_file() else {}
-    module = f"compiled against {_core.rocksdb_build} (RocksDB {_core.rocksdb_version})"
+    module = f"compiled against {core.rocksdb_build} (RocksDB {core.rocksdb_version})"
     print(f"active build: {prefix}")
     for k in ("version", "compiler", "compiler_version", "lto", "cxxflags_release", "build_seconds",
               "built_at", "patches", "source"):

@@ -22,8 +22,9 @@ Builds as an experiment variable: a process uses one RocksDB build (every
 build's library has the same soname), so each build gets its own compiled
 rxlab module and plugin in ``$RXLAB_CACHE/modules/<key>/`` (``build_module``,
 the repository's CMakeLists.txt with ``-DRXLAB_ROCKSDB=<build>``), and a
-process selects it by setting ``RXLAB_BUILD=<key>`` before ``import rxlab``
-(``select_core``, called by rxlab/__init__.py). Without RXLAB_BUILD, rxlab
+process selects it by setting ``RXLAB_BUILD=<key>`` before it first uses
+rxlab's compiled module (``select_core``, called by rxlab/__init__.py when
+``rxlab._core`` is first asked for). Without RXLAB_BUILD, rxlab
 imports the editable install's module, compiled against the default build.
 ``active_build()`` is the build the imported module was compiled against, so
 a run's fingerprint records the build that really ran.

@@ -6,18 +6,18 @@ import os
 import sys
 from pathlib import Path
 
-from rxlab.core.builds.cache import cache_root, compile_build, installed_build, module_dir
+from rxlab.core.builds.cache import cache_root, installed_build, module_dir
 
-# Environment variable naming the build whose compiled module `import rxlab` loads.
+# Environment variable naming the build whose compiled module rxlab._core loads (on first use).
 BUILD_ENV = "RXLAB_BUILD"
 
 
 def active_build() -> Path:
     """The build this process's RocksDB comes from.
 
-    The imported module's (it records the build it was compiled against);
-    before `import rxlab`, the build $RXLAB_BUILD selects, else the one the
-    extension compiles against.
+    The loaded module's (it records the build it was compiled against);
+    before rxlab._core is loaded (on first use), the build $RXLAB_BUILD
+    selects, else the one the installed module is compiled against.
     """
     core = sys.modules.get("rxlab._core")
     path = getattr(core, "rocksdb_build", None)
@@ -26,7 +26,7 @@ def active_build() -> Path:
     key = os.environ.get(BUILD_ENV, "").strip()
     if key:
         return cache_root() / "rocksdb" / key
-    return compile_build()
+    return installed_build()
 
 
 def select_core() -> str | None:
