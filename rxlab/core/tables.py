@@ -28,8 +28,8 @@ LONG_ROWS = 40
 # Above this many columns the table is set smaller, with narrower gaps between columns and long headers
 # on two or three lines (twice as many: smaller still).
 WIDE_COLUMNS = 8
-# What a document needs to \input these tables.
-PREAMBLE = "\\usepackage{booktabs}\n\\usepackage{longtable}\n"
+# What a document needs to \input these tables (graphicx: a wide table is shrunk to the text width).
+PREAMBLE = "\\usepackage{booktabs}\n\\usepackage{longtable}\n\\usepackage{graphicx}\n"
 
 _LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
                   "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}
@@ -110,18 +110,22 @@ def to_latex(df: pd.DataFrame, caption: str = "", digits: int = 2, label: str = 
     body = [" & ".join(_escape(_cell(v, digits, i)) for v, i in zip(row, integral, strict=True)) + " \\\\"
             for row in t.itertuples(index=False)]
     title = f"\\caption{{{_escape(caption)}}}" + (f"\\label{{{label}}}" if label else "")
-    wide = ["\\small" if len(t.columns) <= 2 * WIDE_COLUMNS else "\\footnotesize",
+    long = len(t) > LONG_ROWS
+    wide = ["\\small" if len(t.columns) <= 2 * WIDE_COLUMNS and not long else "\\footnotesize",
             "\\setlength{\\tabcolsep}{3pt}"] if wide else []
-    if len(t) > LONG_ROWS:
+    if long:
         lines = ["\\begingroup", *wide, f"\\begin{{longtable}}{{{spec}}}", title + " \\\\",
                  "\\toprule", head, "\\midrule", "\\endfirsthead",
                  f"\\multicolumn{{{len(t.columns)}}}{{l}}{{\\emph{{(continued)}}}} \\\\",
                  "\\toprule", head, "\\midrule", "\\endhead",
                  "\\bottomrule", "\\endlastfoot", *body, "\\end{longtable}", "\\endgroup"]
     else:
-        lines = ["\\begin{table}[htbp]", "\\centering", *wide, title,
-                 f"\\begin{{tabular}}{{{spec}}}", "\\toprule", head, "\\midrule", *body,
-                 "\\bottomrule", "\\end{tabular}", "\\end{table}"]
+        tabular = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", head, "\\midrule", *body,
+                   "\\bottomrule", "\\end{tabular}"]
+        if wide:  # shrunk to the text width when wider than it, never enlarged (graphicx)
+            tabular = ["\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%",
+                       *tabular, "}"]
+        lines = ["\\begin{table}[htbp]", "\\centering", *wide, title, *tabular, "\\end{table}"]
     return "\n".join(lines) + "\n"
 
 

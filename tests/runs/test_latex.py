@@ -33,7 +33,7 @@ def test_every_committed_table_and_figure_compiles_in_a_paper(tmp_path):
     body += [f"\\begin{{figure}}[htbp]\\centering\\includegraphics[width=\\linewidth]{{{p.as_posix()}}}"
              f"\\caption{{{p.stem.replace('_', ' ')}}}\\end{{figure}}\n\\clearpage" for p in pdfs]
     doc = tmp_path / "paper.tex"
-    doc.write_text("\\documentclass{article}\n" + PREAMBLE + "\\usepackage{graphicx}\n"
+    doc.write_text("\\documentclass{article}\n" + PREAMBLE +
                    "\\usepackage[margin=2cm]{geometry}\n\\begin{document}\n" + "\n".join(body)
                    + "\n\\end{document}\n")
     r = subprocess.run([pdflatex, "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
