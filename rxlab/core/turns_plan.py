@@ -27,15 +27,15 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from rxlab.core import params as checks
-from rxlab.core import resolution
+from rxlab.core import resolution, scales
 from rxlab.core.resolution import DEFAULT_TARGET_PCT, MIN_TURNS, StoppingRule, parse_budget
 from rxlab.core.study import StudyParams, StudyResult, manifest
 
 __all__ = ["TURN_BUDGETS", "Compare", "TurnsParams", "comparisons", "observations", "run_turns", "turn_rows"]
 
-# The time a study's turns may take, by scale, unless its `budget` says otherwise. At smoke it is a few
-# seconds (CI: one turn, then another only while it fits); small and full leave the rule room to resolve.
-TURN_BUDGETS = {"smoke": 5.0, "small": 600.0, "full": 3600.0}
+# The time a study's turns may take, by scale, unless its `budget` says otherwise: the scale presets'
+# (rxlab.core.scales.COMMON: a few seconds at smoke, room for the rule to resolve at small and full).
+TURN_BUDGETS = {name: preset["budget_s"] for name, preset in scales.COMMON.items()}
 
 
 @dataclass(frozen=True)

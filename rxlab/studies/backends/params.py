@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from rxlab.core import engines, metrics, study
+from rxlab.core import engines, metrics, scales, study
 from rxlab.core import params as checks
 from rxlab.core.resolution import StoppingRule
-from rxlab.core.study import StudySettings, settings_table, size_text
+from rxlab.core.study import StudySettings, size_text
 from rxlab.core.sysinfo import work_space
 from rxlab.core.turns_plan import Compare, TurnsParams
 
@@ -85,19 +85,14 @@ COMPARE = Compare(config="backend", metric="mbps", groups=("case",), keys=("test
                   label="MB/s")
 
 
-@dataclass(frozen=True)
-class Scale:
-    num: int            # keys (16 + 1000 bytes each)
-    duration: float     # seconds of readrandom and of mixgraph
-    repeats: int
-    cache_size: int     # block cache: well below the DB so that reads reach the device
-
-
-SCALES = {
-    "smoke": Scale(num=5_000, duration=0.2, repeats=1, cache_size=1 * MIB),          # 5 MB, seconds
-    "small": Scale(num=200_000, duration=3.0, repeats=3, cache_size=8 * MIB),        # 0.2 GB, minutes
-    "full": Scale(num=2_000_000, duration=10.0, repeats=3, cache_size=32 * MIB),     # 2 GB, db_bench's cache
-}
+# The common presets with the report's own keys (16 + 1000 bytes each) and seconds of readrandom and
+# mixgraph; full takes db_bench's block cache (well below the DB, so that reads reach the device).
+SCALES = scales.presets(
+    scales.Scale,
+    smoke={"num": 5_000, "duration": 0.2},                            # 5 MB, seconds
+    small={"num": 200_000, "duration": 3.0},                          # 0.2 GB, minutes
+    full={"num": 2_000_000, "duration": 10.0, "cache_size": 32 * MIB},  # 2 GB
+)
 
 
 @dataclass(frozen=True)
@@ -109,16 +104,12 @@ class Settings(StudySettings):
     free_bytes: int
     turns: str = ""     # the stopping rule, in words
 
-    def table(self) -> pd.DataFrame:
-        return settings_table([
-            ("keys (num)", f"{self.num:,}"), ("key / value bytes", f"{KEY_SIZE} / {VALUE_SIZE}"),
-            ("DB size (num x 1016 B)", size_text(self.db_bytes)), ("write buffer", size_text(WRITE_BUFFER)),
-            ("block cache", size_text(self.cache_size)),
-            ("block size, compression", f"{BLOCK_SIZE} B, {COMPRESSION}"),
-            ("readrandom, mixgraph duration", f"{self.duration:g} s"),
-            ("readseq", "one pass over the DB per thread"), ("read threads", self.threads),
-            ("turns", self.turns), ("work directory", self.work_dir),
-            ("free there", size_text(self.free_bytes))])
+    def own_rows(self) -> list[tuple[str, object]]:
+        return [("key / value bytes", f"{KEY_SIZE} / {VALUE_SIZE}"),
+                ("write buffer", size_text(WRITE_BUFFER)),
+                ("block size, compression", f"{BLOCK_SIZE} B, {COMPRESSION}"),
+                ("readseq", "one pass over the DB per thread"), ("read threads", self.threads),
+                ("turns", self.turns)]
 
 
 @dataclass
@@ -214,13 +205,11 @@ class Params(TurnsParams):
         return pd.DataFrame(rows).set_index("case")
 
     def settings(self) -> Settings:
-        sc = SCALES[self.scale]
+        sc = SCALES[self.scale].given(duration=self.duration, repeats=self.repeats)
         work, free = work_space(self.db_dir)
         db_bytes = sc.num * (KEY_SIZE + VALUE_SIZE)
         # the DB (uncompressed at worst) and its compactions' copies
         study.check_space(self.scale, 3 * db_bytes, work, free)
-        return Settings(scale=self.scale, num=sc.num, db_bytes=db_bytes,
-                        duration=float(self.duration) if self.duration is not None else sc.duration,
-                        repeats=self.repeats if self.repeats is not None else sc.repeats,
-                        cache_size=sc.cache_size, threads=self.threads, work_dir=str(work),
-                        free_bytes=int(free), turns=self.rule().describe())
+        return Settings(scale=self.scale, num=sc.num, db_bytes=db_bytes, duration=float(sc.duration),
+                        repeats=sc.repeats, cache_size=sc.cache_size, threads=self.threads,
+                        work_dir=str(work), free_bytes=int(free), turns=self.rule().describe())
