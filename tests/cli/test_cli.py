@@ -63,7 +63,9 @@ def test_bench_json_then_runs_and_show(tmp_path):
     assert store.is_complete(run_dir)
     listed = run_cli("runs", "--dir", runs)
     assert listed.returncode == 0, describe(listed)
-    assert run_dir.name in listed.stdout and "complete" in listed.stdout
+    # `run`: the id's unique prefix (time and random part), what `rxlab show` takes; status with --all
+    assert "-".join(run_dir.name.split("-")[:2]) in listed.stdout
+    assert "complete" in run_cli("runs", "--dir", runs, "--all").stdout
 
     shown = run_cli("show", run_dir.name, "--dir", runs)
     assert shown.returncode == 0, describe(shown)
@@ -118,16 +120,17 @@ def test_sigkill_mid_bench_leaves_nothing_complete(tmp_path):
     assert not store.is_complete(leftovers[0])
     listed = run_cli("runs", "--dir", runs)
     assert listed.returncode == 0, describe(listed)
-    assert earlier.name in listed.stdout
-    assert leftovers[0].name.removeprefix(".tmp-") not in listed.stdout
-    assert len([ln for ln in listed.stdout.splitlines() if "complete" in ln]) == 1
+    killed = "-".join(leftovers[0].name.removeprefix(".tmp-").split("-")[:2])
+    assert "-".join(earlier.name.split("-")[:2]) in listed.stdout
+    assert killed not in listed.stdout
+    assert len(listed.stdout.splitlines()) == 2  # the header and the complete run
     assert store.catalog(runs)["run_id"].unique().tolist() == [earlier.name]
     assert tree_digest(earlier) == before
     crashed = store.load_run(leftovers[0])
     assert crashed.status == "incomplete"
     assert crashed.steps["name"].tolist() == ["fillseq"]
     every = run_cli("runs", "--dir", runs, "--all")
-    assert "incomplete" in every.stdout and leftovers[0].name.removeprefix(".tmp-") in every.stdout
+    assert "incomplete" in every.stdout and killed in every.stdout
 
 
 # ------------------------------------------------------------------ bad input

@@ -14,6 +14,7 @@ for Ctrl-C, never a traceback. Real commands (subprocesses of the installed `rxl
 | a DB on tmpfs                           | n/a and a note instead of NaN iops, reqsz, io.lat          |
 | `rxlab import` of a cut archive         | X: truncated archive (EOFError: ...); nothing was imported |
 | ... of a damaged one (bad tar header)   | X: damaged archive (ReadError: bad checksum); nothing ...  |
+| ... of a file that is no archive        | X: not an rxlab archive (ReadError: not a gzip file)       |
 | several bad study parameters            | one line per bad value, unknown names first                |
 | too little free space                   | needs about 16.6 MiB at X, only 1.00 MiB free (not 0.0 GiB)|
 | a sweep client without its certificate  | tls://...: TLS needs a CA file and a client certificate... |
@@ -100,7 +101,8 @@ def test_runs_lists_the_readable_runs_and_names_the_others(damaged_store):
     root, good = damaged_store
     r = run_cli("runs", "--dir", root)
     assert r.returncode == 0, describe(r)
-    assert good.name in r.stdout and "posix" in r.stdout and "fillseq,flush,readrandom" in r.stdout
+    assert "-".join(good.name.split("-")[:2]) in r.stdout  # `run`: the id's unique prefix
+    assert "posix" in r.stdout and "fillseq,flush,readrandom" in r.stdout
     skipped = sorted(r.stderr.strip().splitlines())
     assert len(skipped) == 3, r.stderr
     assert all(line.startswith("rxlab: skipped run ") for line in skipped)
@@ -282,7 +284,7 @@ def _bad_header(tar_bytes: bytes, member: int) -> bytes:
 
 @pytest.mark.parametrize(("damage", "want"), [
     ("cut", "truncated archive (EOFError: Compressed file ended before the end-of-stream marker"),
-    ("first header", "damaged one (ReadError: bad checksum)"),
+    ("first header", "damaged archive (ReadError: bad checksum); nothing was imported"),
     ("later header", "damaged archive ("),  # ReadError, or a listing that stops early: by Python version
 ])
 def test_import_of_a_truncated_or_damaged_archive_is_one_line_and_imports_nothing(study_archive, tmp_path,
