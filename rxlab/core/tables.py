@@ -28,8 +28,11 @@ LONG_ROWS = 40
 # Above this many columns the table is set smaller, with narrower gaps between columns and long headers
 # on two or three lines (twice as many: smaller still).
 WIDE_COLUMNS = 8
-# What a document needs to \input these tables (graphicx: a wide table is shrunk to the text width).
-PREAMBLE = "\\usepackage{booktabs}\n\\usepackage{longtable}\n\\usepackage{graphicx}\n"
+LANDSCAPE_COLUMNS = 12
+# What a document needs to \input these tables (graphicx: a wide table is shrunk to the text width;
+# pdflscape: a long table with more than LANDSCAPE_COLUMNS columns is set on landscape pages).
+PREAMBLE = ("\\usepackage{booktabs}\n\\usepackage{longtable}\n\\usepackage{graphicx}\n"
+            "\\usepackage{pdflscape}\n")
 
 _LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
                   "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}
@@ -119,6 +122,8 @@ def to_latex(df: pd.DataFrame, caption: str = "", digits: int = 2, label: str = 
                  f"\\multicolumn{{{len(t.columns)}}}{{l}}{{\\emph{{(continued)}}}} \\\\",
                  "\\toprule", head, "\\midrule", "\\endhead",
                  "\\bottomrule", "\\endlastfoot", *body, "\\end{longtable}", "\\endgroup"]
+        if len(t.columns) > LANDSCAPE_COLUMNS:
+            lines = ["\\begin{landscape}", *lines, "\\end{landscape}"]
     else:
         tabular = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", head, "\\midrule", *body,
                    "\\bottomrule", "\\end{tabular}"]
