@@ -198,4 +198,8 @@ def _clean(a) -> int:
     total = sum(size for _, size in removed)
     print(f"{len(removed)} scratch folder(s) removed, {total / 2**20:.1f} MiB freed"
           if removed else f"nothing to remove (scratch: {executions.scratch_root()})")
+    older = executions.unowned_temp([f"rxlab-{s.name}-" for s in studies.every()])
+    for path, size in older:
+        print(f"left alone: {path} ({size / 2**20:.1f} MiB), made by an older rxlab with no owner recorded; "
+              "remove it yourself if no study of that rxlab runs")
     return 0

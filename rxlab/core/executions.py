@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 __all__ = ["MANIFESTS", "OWNER_FILE", "Execution", "clean_scratch", "executions", "make_scratch",
-           "owner", "owner_alive", "read_manifests", "row_key", "scratch_root", "status"]
+           "owner", "owner_alive", "read_manifests", "row_key", "scratch_root", "status", "unowned_temp"]
 
 MANIFESTS = ".studies"          # under the store's root: one JSON per study id
 OWNER_FILE = ".rxlab-owner.json"
@@ -258,6 +258,14 @@ def _remove(p: Path) -> None:
         shutil.rmtree(p, ignore_errors=True)
     else:
         p.unlink(missing_ok=True)
+
+
+def unowned_temp(prefixes: Iterable[str]) -> list[tuple[Path, int]]:
+    """Folders in the temp dir named with one of `prefixes` (where studies made their scratch before it had
+    owners): each path and its bytes. Nobody can tell whether a process still uses one; rxlab leaves them."""
+    tmp = Path(tempfile.gettempdir())
+    found = {d for p in set(prefixes) for d in tmp.glob(f"{p}*") if d.is_dir() and not d.is_symlink()}
+    return [(d, _size(d)) for d in sorted(found)]
 
 
 def clean_scratch(store_root: str | os.PathLike | None = None) -> list[tuple[Path, int]]:

@@ -50,6 +50,10 @@ def test_an_owner_is_alive_only_while_its_process_is():
 
 def test_clean_removes_scratch_of_gone_owners_only(tmp_path, monkeypatch):
     monkeypatch.setenv("RXLAB_SCRATCH", str(tmp_path / "scratch"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where an older rxlab made its studies' scratch
+    older = tmp_path / "rxlab-io_efficiency-x1y2"
+    older.mkdir()
+    (older / "f").write_bytes(b"x" * 1_048_576)
     child = ("from rxlab.core import executions; d = executions.make_scratch('demo', '20261127T000000dead'); "
              "(d / 'db').mkdir(); (d / 'db' / 'f').write_bytes(b'x' * 3_000_000)")
     subprocess.run([sys.executable, "-c", child], check=True, env={**os.environ})
@@ -61,10 +65,12 @@ def test_clean_removes_scratch_of_gone_owners_only(tmp_path, monkeypatch):
     r = run_cli("clean", "--runs", tmp_path / "runs")
     assert r.returncode == 0, describe(r)
     assert r.stdout.splitlines() == [f"removed {dead} (2.9 MiB)",
-                                     "1 scratch folder(s) removed, 2.9 MiB freed"]
-    assert not dead.exists() and live.is_dir() and unowned.is_dir()
+                                     "1 scratch folder(s) removed, 2.9 MiB freed",
+                                     f"left alone: {older} (1.0 MiB), made by an older rxlab with no owner "
+                                     "recorded; remove it yourself if no study of that rxlab runs"]
+    assert not dead.exists() and live.is_dir() and unowned.is_dir() and older.is_dir()
     r = run_cli("clean", "--runs", tmp_path / "runs")
-    assert r.stdout.strip() == f"nothing to remove (scratch: {tmp_path / 'scratch'})"
+    assert r.stdout.splitlines()[0] == f"nothing to remove (scratch: {tmp_path / 'scratch'})"
 
 
 def test_history_and_resume_refuse_bad_ids_in_one_line(tmp_path):
