@@ -112,8 +112,9 @@ def import_archive(path: str | os.PathLike, root: str | os.PathLike | None = Non
     try:
         tar = tarfile.open(path, "r:gz")
     except (tarfile.TarError, OSError, EOFError, zlib.error) as e:
-        raise ValueError(_damaged(path, e) if isinstance(e, EOFError) else
-                         f"{path}: not an rxlab archive, or a damaged one ({_why(e)})") from None
+        with path.open("rb") as fh:
+            gz = fh.read(2) == b"\x1f\x8b"  # gzip's magic: an archive, damaged
+        raise ValueError(_damaged(path, e) if gz else f"{path}: not an rxlab archive ({_why(e)})") from None
     root.mkdir(parents=True, exist_ok=True)
     with tar, tempfile.TemporaryDirectory(prefix=".import-", dir=root) as tmpdir:
         try:
