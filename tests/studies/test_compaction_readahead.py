@@ -82,6 +82,13 @@ def test_bad_parameters_fail_in_one_line_naming_the_value(kw, name):
     assert msg.startswith(f"{name}="), msg
 
 
+def test_one_setting_is_no_comparison_beyond_smoke():
+    for scale in ("small", "full"):
+        msg = refusal(STUDY, scale=scale, compaction_readahead_size=["2m"])
+        assert msg.startswith("compaction_readahead_size=['2m']: one setting compares nothing: give two")
+    assert STUDY.params(scale="smoke", compaction_readahead_size=[0]).compaction_readahead_size == [0]
+
+
 def test_unknown_parameter_and_a_db_dir_without_a_device(tmp_path):
     with pytest.raises(ValueError, match=r"^unknown parameter 'readahead'"):
         STUDY.params(scale="smoke", readahead=[0])

@@ -167,6 +167,10 @@ class Params(study.StudyParams):
             checks.fail("compaction_readahead_size", self.compaction_readahead_size,
                         f"expected a non-empty list of distinct sizes 0..{MAX_READAHEAD // MIB}m, "
                         "e.g. [0, '512k', '1m', '2m']")
+        if len(vals) < 2 and self.scale != "smoke":
+            # the findings compare settings (best, worst, the gap): one compares nothing (smoke: the pipeline)
+            checks.fail("compaction_readahead_size", self.compaction_readahead_size,
+                        "one setting compares nothing: give two or more, e.g. [0, '2m'] (smoke runs one)")
         self.compaction_readahead_size = vals
         if self.memory_limit is not None:
             n = _size_or_bad(self.memory_limit)
