@@ -48,6 +48,9 @@ const std::vector<OptionDef>& CommonOptions() {
       {"fault_seed", "1", "seed of the fault injection's random numbers"},
       {"enospc_after", "-1", "fail writes with ENOSPC once this many bytes were written (-1 = never)"},
       {"buffered_writes", "pwrite", "buffered (non-O_DIRECT) writes: pwrite, or engine (through this engine)"},
+      {"direct_writes", "pwrite",
+       "O_DIRECT writes (flush, compaction): pwrite, or engine (through this engine: a submit/reap round "
+       "trip per write, as RocksDB waits for each)"},
       {"buffer_align", "auto",
        "O_DIRECT alignment asked of RocksDB (buffers, offsets, sizes); 0 = the device's logical block size, "
        "as RocksDB's own file system; 4096 keeps an 8 KiB read buffer on 2 pages, not 3; auto = the "
@@ -153,7 +156,7 @@ enum class Kind { kInt, kNonNegInt, kBool, kProb, kString };
 
 Kind KindOf(const std::string& name) {
   // buffer_align (auto, 0 or a power of two) is checked after parsing.
-  if (name == "counters_path" || name == "fault_files" || name == "buffered_writes" ||
+  if (name == "counters_path" || name == "fault_files" || name == "buffered_writes" || name == "direct_writes" ||
       name == "buffer_align")
     return Kind::kString;
   if (name.rfind("fault_", 0) == 0 && name != "fault_seed") return Kind::kProb;
@@ -274,10 +277,11 @@ bool ParseUri(const std::string& uri, Config* cfg, std::string* err) {
     *err = "option depth=" + cfg->Str("depth") + " must be between 1 and 4096";
     return false;
   }
-  if (cfg->Str("buffered_writes") != "pwrite" && cfg->Str("buffered_writes") != "engine") {
-    *err = "option buffered_writes='" + cfg->Str("buffered_writes") + "' must be pwrite or engine";
-    return false;
-  }
+  for (const char* k : {"buffered_writes", "direct_writes"})
+    if (cfg->Str(k) != "pwrite" && cfg->Str(k) != "engine") {
+      *err = std::string("option ") + k + "='" + cfg->Str(k) + "' must be pwrite or engine";
+      return false;
+    }
   const int64_t align = cfg->Int("buffer_align");
   if (cfg->Str("buffer_align") != "auto" &&
       (!IsNonNegInt(cfg->Str("buffer_align")) ||

@@ -80,6 +80,7 @@ RxFileSystem::RxFileSystem(Config cfg)
   hot_.delay_spin_us = cfg_.Int("delay_spin_us");
   hot_.iopoll = cfg_.Bool("iopoll");
   hot_.buffered_pwrite = cfg_.Str("buffered_writes") == "pwrite";
+  hot_.direct_pwrite = cfg_.Str("direct_writes") == "pwrite";
   hot_.p_eio = cfg_.Double("fault_eio");
   hot_.p_eintr = cfg_.Double("fault_eintr");
   hot_.p_eagain = cfg_.Double("fault_eagain");
@@ -88,7 +89,8 @@ RxFileSystem::RxFileSystem(Config cfg)
   hot_.buffer_align =
       cfg_.Str("buffer_align") == "auto" ? kBufferAlignAuto : cfg_.Int("buffer_align");
   hot_.any_read_fault = hot_.p_eio > 0 || hot_.p_eintr > 0 || hot_.p_eagain > 0 || hot_.p_short > 0;
-  if (cfg_.Bool("registered_files")) {
+  registered_files_ = cfg_.Bool("registered_files");
+  if (registered_files_) {
     int n = static_cast<int>(cfg_.Int("max_files"));
     for (int i = n - 1; i >= 0; i--) free_slots_.push_back(i);
   }
@@ -111,6 +113,7 @@ size_t RxFileSystem::DirectAlignment(int fd) const {
 
 int RxFileSystem::AllocSlot(uint64_t* file_id) {
   *file_id = next_file_id_.fetch_add(1);
+  if (!registered_files_) return -1;  // no slot table: opening a file takes no lock
   std::lock_guard<std::mutex> l(slot_mu_);
   if (free_slots_.empty()) return -1;  // table full: this file goes unregistered
   int s = free_slots_.back();
@@ -133,9 +136,8 @@ void RxFileSystem::FreeSlot(int slot, uint64_t file_id) {
   free_slots_.push_back(slot);
 }
 
-bool RxFileSystem::CheckEnospc(size_t n, IOStatus* s) {
+bool RxFileSystem::CountTowardsEnospc(size_t n, IOStatus* s) {
   int64_t limit = hot_.enospc_after;
-  if (limit < 0) return true;
   int64_t before = bytes_written_.fetch_add(static_cast<int64_t>(n));
   if (before + static_cast<int64_t>(n) <= limit) return true;
   *s = IOStatus::NoSpace("write: " + std::string(strerror(ENOSPC)) + " (rxlab enospc_after=" +

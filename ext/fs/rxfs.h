@@ -44,7 +44,8 @@ constexpr int64_t kBufferAlignAuto = -1;
 struct HotParams {
   int64_t delay_us = 0, jitter_us = 0, delay_spin_us = 30;
   bool iopoll = false;
-  bool buffered_pwrite = true;
+  bool buffered_pwrite = true;  // buffered_writes=pwrite
+  bool direct_pwrite = true;    // direct_writes=pwrite
   double p_eio = 0, p_eintr = 0, p_eagain = 0, p_short = 0;
   bool any_read_fault = false;
   int64_t enospc_after = -1;
@@ -98,7 +99,9 @@ class RxFileSystem : public rocksdb::FileSystemWrapper {
   ThreadCounters* LocalCounters();  // this thread's counter block (mmap.cc)
   int AllocSlot(uint64_t* file_id);
   void FreeSlot(int slot, uint64_t file_id);
-  bool CheckEnospc(size_t n, rocksdb::IOStatus* s);
+  bool CheckEnospc(size_t n, rocksdb::IOStatus* s) {
+    return hot_.enospc_after < 0 || CountTowardsEnospc(n, s);  // inline: every append asks
+  }
   bool FaultsApply(const std::string& fname) const;
   // The O_DIRECT alignment a file on fd asks of RocksDB at open (buffer_align
   // or the device's logical block size), and whether it may later ask a page.
@@ -118,11 +121,14 @@ class RxFileSystem : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus OpenWritable(const std::string& f, const rocksdb::FileOptions& o,
                                  WriteOpen how, std::unique_ptr<rocksdb::FSWritableFile>* r);
 
+  bool CountTowardsEnospc(size_t n, rocksdb::IOStatus* s);
+
   Config cfg_;
   HotParams hot_;
   const EngineDef* def_;
   uint64_t id_;
   std::shared_ptr<StateRegistry> reg_;
+  bool registered_files_ = false;
   std::mutex slot_mu_;
   std::vector<int> free_slots_;
   std::atomic<uint64_t> next_file_id_{1};

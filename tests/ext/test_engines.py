@@ -32,6 +32,7 @@ from conftest import (
     polled_queues_present,
     pwrite_allowed,
     rocksdb_options,
+    writes_through_engine,
     value_for,
 )
 
@@ -44,12 +45,19 @@ def sys_count(c: dict, name: str) -> int:
     return c[f"sys.{name}.count"]
 
 
+def nonzero(c: dict) -> dict:
+    """The counters that moved, for assertion messages."""
+    return {k: v for k, v in c.items() if v and k != "read_latency_ns"}
+
+
 def assert_engine_did_io(backend: str, c: dict, kind: str) -> None:
     """The counters show `kind` ("read"/"write") IO through the backend's
     engine, and no data-path syscall of another engine."""
     eng = engine_of(backend)
     assert c["uri"].startswith("rxlab://" + eng), c["uri"]
     ours = ENGINE_SYSCALLS[eng][kind]
+    if kind == "write" and not writes_through_engine(backend):
+        ours = ["pwrite64"]  # every engine writes with pwrite unless asked (conftest)
     for name in ours:
         assert sys_count(c, name) > 0, f"{backend}: no {name} for {kind}s: {c}"
     own_all = {n for k in ENGINE_SYSCALLS[eng].values() for n in k}
@@ -247,8 +255,9 @@ VARIANTS = [
     "posix?powerloss=1",
     "libaio?powerloss=1",
     "io_uring?powerloss=1",
-    "io_uring?buffered_writes=engine",  # every write through the ring: no pwrite64 at all
-    "libaio?buffered_writes=engine",
+    "io_uring?buffered_writes=engine&direct_writes=engine",  # every write through the ring: no pwrite64
+    "libaio?buffered_writes=engine&direct_writes=engine",
+    "io_uring?direct_writes=engine",  # O_DIRECT writes through the ring, the WAL with pwrite
 ]
 BIG_SIZES = [10, 1000, 9000, 40_000, 200_000]
 
@@ -404,6 +413,82 @@ def test_default_io_uring_reference(backend, big_db, open_db):
         assert out["new_rings"] == 0, "default must not use io_uring"
     else:
         assert out["new_rings"] >= 1, "default?io_uring=1 did not batch through io_uring"
+
+
+# ---------------------------------------------------------------- threads
+
+@pytest.mark.parametrize("backend", ["io_uring", "libaio"])
+def test_each_thread_its_own_engine(backend, big_db, open_db):
+    """Nothing is shared between reading threads: each has its own ring or AIO
+    context (so no lock or shared queue serialises them) and its own counter
+    block. Four threads read at once; while all four hold their engines there
+    are four new rings (io_uring; libaio contexts have no descriptor, so the
+    counter blocks show it), and every thread's reads went through its own."""
+    path, expected = big_db
+    db = open_db(path, backend, rocksdb_options(direct=True, cache="64K", **ONE_FILE))
+    n_threads, per_thread = 4, 200
+    keys = spaced_keys(random.Random(44), per_thread * n_threads, stride=4)
+    db.reset_counters()
+    threads_before = db.counters()["threads"]
+    read, done = threading.Barrier(n_threads + 1), threading.Barrier(n_threads + 1)
+    got, rings_before = {}, io_uring_fds()
+
+    def reader(i):
+        mine = keys[i * per_thread:(i + 1) * per_thread]
+        got[i] = [db.get(k) for k in mine] == [expected[k] for k in mine]
+        read.wait()
+        done.wait()  # hold the thread (and its ring) until the main thread has counted
+
+    ts = [threading.Thread(target=reader, args=(i,)) for i in range(n_threads)]
+    for t in ts:
+        t.start()
+    read.wait()
+    rings = io_uring_fds() - rings_before
+    done.wait()
+    for t in ts:
+        t.join()
+    assert all(got.values()) and len(got) == n_threads, got
+    c = db.counters()
+    assert c["threads"] - threads_before == n_threads, (c["threads"], threads_before)
+    assert c["reads"] >= n_threads * per_thread // 2, nonzero(c)
+    if backend == "io_uring":
+        assert rings == n_threads, f"{rings} new rings for {n_threads} reading threads"
+
+
+@pytest.mark.parametrize("backend", ["io_uring", "libaio", "io_uring?direct_writes=engine"], ids=backend_id)
+def test_writes_use_pwrite_unless_asked(backend, tmp_path, open_db):
+    """RocksDB writes one request at a time and waits for it, so writes use
+    pwrite unless direct_writes=engine / buffered_writes=engine: a thread that
+    only appends to the WAL sets up no ring and calls no engine, and a flush's
+    O_DIRECT SST writes are pwrite64 calls too, unless direct_writes=engine."""
+    db = open_db(tmp_path / "db", backend, rocksdb_options(direct=True, **ONE_FILE))
+    db.reset_counters()  # the open read the OPTIONS and MANIFEST files through the engine
+    out = {}
+
+    def writer():
+        before = io_uring_fds()
+        for i in range(300):
+            db.put(key(i), b"v" * 1000)
+        out["new_rings"] = io_uring_fds() - before
+        out["c"] = db.counters()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    t.join()
+    c = out["c"]
+    engine_calls = c["sys.io_uring_enter.count"] + c["sys.io_submit.count"] + c["sys.io_getevents.count"]
+    assert c["writes"] >= 300 and c["write_bytes"] >= 300 * 1000, nonzero(c)
+    assert out["new_rings"] == 0, f"{backend}: a thread that only appends set up {out['new_rings']} ring(s)"
+    assert engine_calls == 0 and c["sys.pwrite64.count"] == c["writes"], nonzero(c)
+
+    db.reset_counters()
+    db.flush(True)  # O_DIRECT SST writes (then reads of the new file, through the engine)
+    c = db.counters()
+    assert c["writes"] > 0 and c["write_bytes"] >= 300 * 1000, nonzero(c)
+    if "direct_writes=engine" in backend:
+        assert c["sys.pwrite64.count"] < c["writes"], nonzero(c)  # the SST's writes went through the ring
+    else:
+        assert c["sys.pwrite64.count"] == c["writes"], nonzero(c)
 
 
 # ---------------------------------------------------------------- async_io scan

@@ -20,7 +20,7 @@ ENGINE_SYSCALLS = {
 }
 
 ENGINES = ["posix", "libaio", "io_uring", "io_uring?registered_files=1&fixed_buffers=1",
-           "io_uring?buffered_writes=engine"]
+           "io_uring?buffered_writes=engine&direct_writes=engine"]
 
 
 def nonzero(c: dict) -> str:
@@ -73,8 +73,8 @@ def test_fillseq_flush_readrandom(tmp_path, engine, direct):
     for name in used:
         assert c[f"sys.{name}.count"] > 0, f"{name}: {nonzero(c)}"
     for name in unused:
-        if name == "pwrite64" and "buffered_writes=engine" not in engine:
-            continue  # buffered writes use pwrite64 unless buffered_writes=engine
+        if name == "pwrite64" and not ("buffered_writes=engine" in engine and "direct_writes=engine" in engine):
+            continue  # writes use pwrite64 unless buffered_writes=engine and direct_writes=engine
         assert c[f"sys.{name}.count"] == 0, f"{name}: {nonzero(c)}"
     if base == "posix":
         assert c["sys.pread64.count"] >= c["reads"], nonzero(c)
