@@ -32,8 +32,8 @@ from conftest import (
     polled_queues_present,
     pwrite_allowed,
     rocksdb_options,
-    writes_through_engine,
     value_for,
+    writes_through_engine,
 )
 
 import rxlab
