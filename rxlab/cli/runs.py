@@ -12,7 +12,7 @@ import pandas as pd
 from rxlab.bench.quick_compare import SCALES as COMPARE_SCALES
 from rxlab.bench.quick_compare import compare
 from rxlab.cli.output import print_steps, step_records, summary_line
-from rxlab.core import executions, store
+from rxlab.core import engines, executions, store
 
 TITLE = "results"
 WIDTH = 120   # `rxlab runs` fits its lines in this many columns (long cells end in "~")
@@ -65,6 +65,14 @@ def add_parser(sub) -> None:
 def _skipped(names: list[str]) -> None:
     for s in names:
         print(f"rxlab: skipped {s}", file=sys.stderr)
+
+
+def _engine_or_self(backend: str) -> str:
+    """The engine of a stored backend string; the string itself when it is not one ("" for none)."""
+    try:
+        return engines.engine(backend)
+    except ValueError:
+        return backend
 
 
 def _since(text: str) -> str:
@@ -147,7 +155,7 @@ def _runs(a) -> int:
         base = df["backend"].fillna("").astype(str)
         want = a.backend.strip().lower()
         known = sorted(set(base[base != ""]))
-        df = df[(base.str.lower() == want) | (base.str.lower().str.split("?").str[0] == want)]
+        df = df[(base.str.lower() == want) | (base.map(_engine_or_self).str.lower() == want)]
     if a.since:
         df = df[df["started_utc"].fillna("").astype(str) >= _since(a.since)]
     if a.json:

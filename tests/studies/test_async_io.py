@@ -63,7 +63,7 @@ def test_settings_and_configurations_follow_the_page():
     # the default file system has no delay knob: it runs at 0 only
     assert p.configurations() == [("posix", 0), ("default", 0), ("io_uring", 0), ("posix", 100),
                                   ("io_uring", 100)]
-    assert STUDY.params(scale="smoke").backends == params.DEFAULT_BACKENDS
+    assert STUDY.params(scale="smoke").backends == params.default_backends()
     mixed = STUDY.params(scale="smoke", backends=["default", "io_uring?sqpoll=1"])
     assert mixed.build_backend() == "io_uring"   # the DB is loaded by an rxlab engine
     steps = step_plan(s)

@@ -6,15 +6,15 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from rxlab.core import engines, scales, study
 from rxlab.core import params as checks
-from rxlab.core import scales, study
 from rxlab.core.study import StudySettings
 from rxlab.core.sysinfo import work_space
 
-__all__ = ["BLOCK_BYTES", "BLOOM_BITS", "DEFAULT_BACKENDS", "GET_LOOP", "KEY_SIZE", "KIND", "MULTIGET",
-           "MULTIGET_ASYNC", "PUBLISHED", "SCALES", "SCAN_ASYNC", "SCAN_SYNC", "SEED_BATCH", "SEED_FILE",
-           "SEED_THREADS", "VALUE_SIZE", "Params", "Scale", "Settings", "engine", "reference_configurations",
-           "with_delay"]
+__all__ = ["BLOCK_BYTES", "BLOOM_BITS", "GET_LOOP", "KEY_SIZE", "KIND", "MULTIGET", "MULTIGET_ASYNC",
+           "PUBLISHED", "SCALES", "SCAN_ASYNC", "SCAN_SYNC", "SEED_BATCH", "SEED_FILE", "SEED_THREADS",
+           "VALUE_SIZE", "Params", "Scale", "Settings", "default_backends", "engine",
+           "reference_configurations", "with_delay"]
 
 SEED_FILE = "rocksdb-wiki-asynchronous-io.txt"
 PUBLISHED = (
@@ -63,7 +63,11 @@ SCALES = scales.presets(
     # the page's key count (5M keys, 2.7 GB) and scan length (65536 keys, 36 MB)
     full={"num": 5_000_000, "duration": 5.0, "seek_nexts": SEED_SCAN_KEYS},
 )
-DEFAULT_BACKENDS = ["posix", "libaio", "io_uring", "default", "default?io_uring=1"]
+
+
+def default_backends() -> list[str]:
+    """Every rxlab engine of the registry, then RocksDB's own file system without and with io_uring."""
+    return [*engines.names(), "default", "default?io_uring=1"]
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,7 @@ class Params(study.StudyParams):
     """The study's parameters (notebook 40's papermill parameters).
 
     backends: default, default?io_uring=1 and rxlab engine URIs (without
-    delay_us); None: DEFAULT_BACKENDS (papermill cannot pass a default
+    delay_us); None: default_backends() (papermill cannot pass a default
     containing '=' through a parameters cell). delay_us: emulated device latency per read, rxlab engines only
     (the default file system runs at 0 only). batch_sizes, seek_nexts,
     repeats, duration: None takes the scale's. threads: client threads (the
@@ -108,7 +112,7 @@ class Params(study.StudyParams):
     def __post_init__(self):
         super().__post_init__()
         if self.backends is None:
-            self.backends = list(DEFAULT_BACKENDS)
+            self.backends = default_backends()
         self.backends = checks.backend_list("backends", self.backends)
         self.delay_us = checks.int_list("delay_us", self.delay_us, 0, MAX_DELAY_US)
         if self.batch_sizes is not None:
@@ -150,18 +154,16 @@ class Params(study.StudyParams):
 
 def with_delay(backend: str, delay_us: int) -> str:
     """backend URI with delay_us=N added; unchanged for 0."""
-    if not delay_us:
-        return backend
-    return f"{backend}{'&' if '?' in backend else '?'}delay_us={int(delay_us)}"
+    return engines.with_options(backend, delay_us=int(delay_us)) if delay_us else backend
 
 
 def engine(uri: str) -> str:
     """The engine of a backend URI (posix, libaio, io_uring), or which of RocksDB's own file system
     configurations it is (default, default?io_uring=1)."""
-    base = str(uri).removeprefix("rxlab://")
-    if base.startswith("default"):
-        return base if base in ("default", "default?io_uring=1") else "default"
-    return base.split("?")[0]
+    b = engines.parse(uri)
+    if engines.is_default(uri):
+        return str(b) if str(b) in ("default", "default?io_uring=1") else "default"
+    return b.engine
 
 
 # What each backend is, and how it serves MultiRead and ReadAsync here. RocksDB's own posix file
@@ -182,10 +184,11 @@ _WHAT = {
 }
 
 
-def reference_configurations(backends: Sequence[str] = DEFAULT_BACKENDS) -> pd.DataFrame:
-    """What each backend is: the file system, how it serves MultiRead and ReadAsync here."""
+def reference_configurations(backends: Sequence[str] | None = None) -> pd.DataFrame:
+    """What each backend is (None: default_backends()): the file system, how it serves MultiRead and
+    ReadAsync here."""
     rows = []
-    for b in backends:
+    for b in default_backends() if backends is None else backends:
         key = b if b in _WHAT else engine(b)
         w = _WHAT.get(key, (f"rxlab engine {key}", "", ""))
         rows.append({"backend": b, "file system": w[0], "MultiRead": w[1], "ReadAsync": w[2]})

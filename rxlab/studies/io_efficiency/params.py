@@ -28,8 +28,8 @@ from rxlab.bench.ioeff.names import (
     UNALIGNED_ALIGN,
     UNALIGNED_BS,
 )
+from rxlab.core import engines, study
 from rxlab.core import params as checks
-from rxlab.core import study
 
 __all__ = ["BLOCK_BYTES", "DB_TOOL", "FIO_AWAY_TOOL", "FIO_KINDS", "FIO_TOOL", "FIO_UNALIGNED_TOOL",
            "KEY_SIZE", "PUBLISHED", "RUN_PREFIX", "SCALES", "SEED_FILE", "SEED_TESTS", "UNALIGNED_ALIGN",
@@ -97,13 +97,9 @@ class Params(study.StudyParams):
 
 def with_delay(backend: str, delay_us: int) -> str:
     """backend URI with ?delay_us=N (or &delay_us=N) added; unchanged for 0."""
-    if not delay_us:
-        return backend
-    return f"{backend}{'&' if '?' in backend else '?'}delay_us={int(delay_us)}"
+    return engines.with_options(backend, delay_us=int(delay_us)) if delay_us else backend
 
 
 def strip_delay(uri: str) -> str:
     """The backend URI without its delay_us: the backend a delayed run was run on."""
-    base, _, q = str(uri).partition("?")
-    parts = [p for p in q.split("&") if p and not p.startswith("delay_us=")]
-    return base + ("?" + "&".join(parts) if parts else "")
+    return engines.with_options(uri, delay_us=None)

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from rxlab.core import engines, scales, study, sysinfo
 from rxlab.core import params as checks
-from rxlab.core import scales, study, sysinfo
 from rxlab.core.study import settings_table
 
 SEED_FILE = "lab-report-disaggregated-rocksdb-backends.txt"
 PUBLISHED = (f"{SEED_FILE}: lab_throughput (Figure 5)", f"{SEED_FILE}: lab_statements (5.2.1)")
 
-BACKENDS = ("default", "posix", "libaio", "io_uring")
 TRACERS = ("none", "counters", "perf", "strace")
 FILLS = ("fillseq", "fillrandom")
 READS = ("readrandom", "readseq")
@@ -121,7 +120,7 @@ class Params(study.StudyParams):
     O_DIRECT needed).
     """
 
-    backends: list = field(default_factory=lambda: list(BACKENDS))
+    backends: list = field(default_factory=engines.backends)  # every backend of the registry
     tracers: list = field(default_factory=lambda: list(TRACERS))
     workloads: list = field(default_factory=lambda: ["fillseq", "readrandom"])
     repeats: int | None = None
@@ -134,8 +133,7 @@ class Params(study.StudyParams):
         super().__post_init__()
         bs = checks.backend_list("backends", self.backends)
         for b in bs:
-            q = b.removeprefix("rxlab://").partition("?")[2]
-            if any(p.split("=")[0] in ("counters", "counters_path") for p in q.split("&") if p):
+            if {"counters", "counters_path"} & set(engines.options(b)):
                 checks.fail("backends", self.backends, "counters and counters_path are set by the tracer "
                                                        "(none, counters, perf, strace): leave them out")
         self.backends = bs

@@ -21,6 +21,7 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
+from rxlab.core import engines
 from rxlab.core import params as checks
 from rxlab.studies.tracing_overhead.params import KEY_SIZE, VALUE_SIZE, WRITE_BUFFER, Params, Settings
 
@@ -33,18 +34,15 @@ def fs_uri(backend: str, tracer: str, counters_path: str | os.PathLike | None = 
     """
     if checks.is_default(backend):
         return None
-    uri = backend if backend.startswith("rxlab://") else f"rxlab://{backend}"
     on = tracer in ("counters", "strace")
-    uri += ("&" if "?" in uri else "?") + f"counters={int(on)}"
-    if on and counters_path is not None:
-        uri += f"&counters_path={counters_path}"
-    return uri
+    return engines.fs_uri(engines.with_options(backend, counters=int(on),
+                                               counters_path=counters_path if on else None))
 
 
 def default_flags(backend: str) -> dict:
     """default?io_uring=0|1 is db_bench's --io_uring_enabled (its default is true)."""
-    q = backend.removeprefix("rxlab://").partition("?")[2]
-    return {"io_uring_enabled": "false" if q == "io_uring=0" else "true"} if q else {}
+    o = engines.options(backend)
+    return {"io_uring_enabled": "false" if o == {"io_uring": "0"} else "true"} if o else {}
 
 
 def db_bench_flags(params: Params, s: Settings, db: Path, rep: int) -> dict:
@@ -91,4 +89,4 @@ def perf_samples(log: str) -> int | None:
 
 def slug(backend: str) -> str:
     """A backend URI as a run-name part: io_uring?registered_files=1 -> io_uring_registered_files_1."""
-    return re.sub(r"[^A-Za-z0-9]+", "_", backend.removeprefix("rxlab://")).strip("_")
+    return re.sub(r"[^A-Za-z0-9]+", "_", engines.label(backend)).strip("_")
