@@ -131,13 +131,18 @@ def draw(table: pd.DataFrame, title: str = ""):
         d = t[t["metric"] == metric]
         for j, c in enumerate(configs):
             col = "#4d4d4d" if c == "A/A" else figures.backend_color(backend_of(c))
-            dc = d[d["config"] == c]
+            every = d[d["config"] == c]
+            failed = every["status"].astype(str).str.startswith("failed")
+            yf = np.array([cells.index(x) for x in every.loc[failed, "cell"]]) - 0.4 + step * (j + 0.5)
+            # a failed cell: an x on the 1.0 line (its ratio, if any turns ran, is not a result)
+            ax.scatter(np.ones(len(yf)), yf, marker="x", color=col, s=22, zorder=3)
+            dc = every[~failed]
             y = np.array([cells.index(x) for x in dc["cell"]]) - 0.4 + step * (j + 0.5)
             lo = (dc["ratio"] - dc["lo"]).fillna(0).clip(lower=0)
             hi = (dc["hi"] - dc["ratio"]).fillna(0).clip(lower=0)
             ax.errorbar(dc["ratio"], y, xerr=[lo, hi], fmt="none", ecolor=col, elinewidth=1)
             ok = dc["resolved"].astype(bool).to_numpy()
-            ax.scatter(dc["ratio"][ok], y[ok], color=col, s=16, zorder=3, label=c)
+            ax.scatter(dc["ratio"][ok], y[ok], color=col, s=16, zorder=3, label=c if ok.any() else None)
             ax.scatter(dc["ratio"][~ok], y[~ok], facecolors="none", edgecolors=col, s=16, zorder=3,
                        label=None if ok.any() else c)
         ax.axvline(1.0, color="black", lw=0.8)
@@ -147,7 +152,8 @@ def draw(table: pd.DataFrame, title: str = ""):
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize="x-small", loc="lower center", ncols=min(len(labels), 6),
                frameon=False)
-    fig.suptitle(title or "engines / default, 95% intervals; hollow: not resolved to the target",
+    fig.suptitle(title or "engines / default, 95% intervals; hollow: not resolved to the target; "
+                          "x: a run failed",
                  fontsize="small")
     fig.tight_layout(rect=(0, 0.07, 1, 1))  # the legend below the panels
     return fig
