@@ -11,7 +11,8 @@ The interval (`ratio_interval`) is Student's t on the per-turn log ratios:
 ratio = exp(mean), lo/hi = exp(mean -/+ t * se). Why not a bootstrap of the
 per-turn ratios: the percentile bootstrap of a mean is too narrow with the
 3 to 10 turns a budget allows (it cannot see more spread than the few values
-drawn; about 80% coverage at n = 3), while the t-interval accounts for n and
+drawn: 76%, 84% and 90% coverage at 3, 5 and 10 normal values, 2000
+simulated streams each, 2026-11-27), while the t-interval accounts for n and
 is exact for log-normal noise, which multiplicative noise on throughput is
 close to; taking logs makes A/B and B/A symmetric. tests/core/test_resolution.py
 checks the coverage on simulated streams. `half_width` is the interval's
