@@ -49,3 +49,43 @@ def test_the_patterns_catch_what_they_are_for():
     }
     for what, line in samples.items():
         assert HAND_PARSING[what].search(line), what
+
+
+def test_parse_format_and_options_round_trip():
+    from rxlab.core import engines  # noqa: PLC0415 - beside the source scan above, which needs no import
+
+    b = engines.parse("rxlab://io_uring?sqpoll=1&fixed_buffers=1&")
+    assert b == ("io_uring", {"sqpoll": "1", "fixed_buffers": "1"})
+    assert str(b) == "io_uring?sqpoll=1&fixed_buffers=1"
+    assert engines.format_uri("posix", {"delay_us": 100}, counters=False, jitter_us=None) == \
+        "posix?delay_us=100&counters=0"
+    assert engines.with_options("rxlab://posix?delay_us=5", delay_us=None, counters=1) == "rxlab://posix?counters=1"
+    assert engines.with_options("default", io_uring=1) == "default?io_uring=1"
+    assert engines.label("rxlab://posix?") == "posix" and engines.fs_uri("posix") == "rxlab://posix"
+    assert engines.fs_uri("default?io_uring=1") is None and engines.is_default("default?io_uring=1")
+    for bad in ("", "?x=1", "posix?x", "a/b"):
+        with pytest.raises(ValueError, match="backend"):
+            engines.parse(bad)
+
+
+def test_the_engine_comparisons_take_their_engines_from_the_registry():
+    """A new engine in the C++ registry joins every comparison of engines without an edit."""
+    import dataclasses  # noqa: PLC0415 - as above
+
+    from rxlab.bench.conformance import engine_names  # noqa: PLC0415
+    from rxlab.bench.quick_compare import backends as compare_backends  # noqa: PLC0415
+    from rxlab.bench.selfcheck.parity import columns  # noqa: PLC0415
+    from rxlab.core import engines  # noqa: PLC0415
+    from rxlab.studies.async_io.params import default_backends  # noqa: PLC0415
+    from rxlab.studies.backends.params import Params as BackendsParams  # noqa: PLC0415
+    from rxlab.studies.tracing_overhead.params import Params as TracingParams  # noqa: PLC0415
+
+    every = engines.backends()
+    assert every[0] == "default" and every[1:] == engines.names() and "sync" not in every
+    assert default_backends()[:len(engines.names())] == engines.names()
+    for params in (BackendsParams, TracingParams):
+        field = next(f for f in dataclasses.fields(params) if f.name == "backends")
+        assert field.default_factory() == every, params
+    assert engine_names() == engines.names()
+    assert [b for b in compare_backends() if "?" not in b] == every
+    assert [c for c in columns() if "+" not in c] == every
