@@ -54,7 +54,8 @@ const std::vector<OptionDef>& CommonOptions() {
       {"buffer_align", "auto",
        "O_DIRECT alignment asked of RocksDB (buffers, offsets, sizes); 0 = the device's logical block size, "
        "as RocksDB's own file system; 4096 keeps an 8 KiB read buffer on 2 pages, not 3; auto = the "
-       "logical block size, and a page for a file once 16 reads in a row were at page offsets"},
+       "logical block size (a file no longer switches to a page mid-life: that corrupted compaction "
+       "readahead)"},
   };
   return opts;
 }

@@ -106,7 +106,14 @@ class RxFileSystem : public rocksdb::FileSystemWrapper {
   // The O_DIRECT alignment a file on fd asks of RocksDB at open (buffer_align
   // or the device's logical block size), and whether it may later ask a page.
   size_t DirectAlignment(int fd) const;
-  bool AutoPageAlign() const { return hot_.buffer_align == kBufferAlignAuto; }
+  // Never, for now: a file that changed its alignment mid-life corrupted
+  // compaction reads. RocksDB's FilePrefetchBuffer keeps the tail of its last
+  // readahead, placed for the old alignment, and rounds with the new one (no
+  // assertion in a release build): after 16 page-aligned 2 MiB readaheads a
+  // compaction input switched, and its reads from ~32 MiB on failed their
+  // checksums (fillrandom, every engine, 2026-11-27). auto is the logical
+  // block size until the switch is made where no buffer outlives it.
+  bool AutoPageAlign() const { return false; }
 
  private:
   template <typename Base>

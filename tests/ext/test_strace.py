@@ -175,25 +175,21 @@ def test_buffer_align_places_every_direct_read_buffer(tmp_path):
 
 
 @pytest.mark.parametrize("block_align", [True, False])
-def test_buffer_align_auto_asks_a_page_only_where_it_reads_nothing_more(tmp_path, block_align):
-    """The default, buffer_align=auto: a file of block-aligned data blocks asks a page once its
-    reads show it, so the 8 KiB buffers sit on 2 pages, not 3, wherever malloc would have put
-    them; a file of unaligned blocks keeps the device's 512 bytes, so its reads are not rounded
-    out to pages (up to 12 KiB for an 8 KiB block)."""
+def test_buffer_align_auto_keeps_the_device_alignment(tmp_path, block_align):
+    """The default, buffer_align=auto: a file keeps the device's 512 bytes for its whole life, so
+    its reads are not rounded out to pages (up to 12 KiB for an 8 KiB block). It no longer asks a
+    page once its reads show block-aligned data: RocksDB's prefetch buffer keeps data placed for
+    the old alignment, and compaction reads past 16 readaheads failed their checksums."""
     counters = tmp_path / "counters.json"
     data, proc = traced_direct_reads([f"--fs_uri=rxlab://posix?counters_path={counters}",
                                       *small_db_flags(tmp_path / "db", block_align)], tmp_path)
     blocks = [(a, n, off) for a, n, off in data if n >= 8192]
     assert len(blocks) > 1000, f"{len(blocks)} direct block reads traced\n{describe(proc)}"
     switched = read_counters(counters)["counters"]["page_aligned_files"]
-    on_a_page = sum(a % 4096 == 0 for a, _, _ in blocks) / len(blocks)
+    assert switched == 0, switched
     if block_align:
-        assert switched >= 1, switched
-        # after each file's first 16 reads, every buffer starts a page
-        assert on_a_page > 0.95, f"{on_a_page:.1%} of {len(blocks)} block reads into a page-aligned buffer"
         assert all(n == 8192 for _, n, _ in blocks), sorted({n for _, n, _ in blocks})
     else:
-        assert switched == 0, switched
         # an 8 KiB block plus its trailer, rounded out to 512-byte sectors: never 3 pages' worth
         assert max(n for _, n, _ in blocks) <= 9216, sorted({n for _, n, _ in blocks})[-5:]
         assert any(off % 4096 for _, _, off in blocks)
