@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, FormatStrFormatter
 
 from rxlab.core import figures as style
 from rxlab.core.resolution import AA
@@ -19,10 +20,22 @@ from rxlab.core.resolution import AA
 __all__ = ["ratio_plot"]
 
 AA_COLOR = "#bbbbbb"
+MAX_SPAN = 4.0          # the y axis runs 1/4..4 at most
+TICKS = (0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2, 1.25)
+WIDE_TICKS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
 
 
 def _order(values: pd.Series) -> list:
     return list(dict.fromkeys(values))
+
+
+def _limits(t: pd.DataFrame) -> tuple[float, float]:
+    """The y range: every ratio and interval, at most 1/MAX_SPAN..MAX_SPAN (a wider interval runs off the
+    axis: it resolves nothing anyway)."""
+    v = pd.to_numeric(pd.concat([t["ratio"], t["lo"], t["hi"]]), errors="coerce")
+    v = v[np.isfinite(v) & (v > 0)]
+    lo, hi = (float(v.min()), float(v.max())) if len(v) else (1.0, 1.0)
+    return max(min(lo, 0.98) / 1.05, 1 / MAX_SPAN), min(max(hi, 1.02) * 1.05, MAX_SPAN)
 
 
 def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | None = None, ylabel: str = "",
@@ -63,6 +76,13 @@ def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | Non
                             (j, 0), xycoords=("data", "axes fraction"), xytext=(0, 2),
                             textcoords="offset points", ha="center", va="bottom", fontsize=5, color="#555555")
         ax.axhline(1.0, color="#333333", lw=0.6, zorder=2)
+        ax.set_yscale("log")        # ratios: an interval symmetric in log is drawn symmetric
+        lo, hi = _limits(sub)
+        ax.set_ylim(lo, hi)
+        ax.minorticks_off()
+        ticks = TICKS if hi / lo < 1.6 else WIDE_TICKS
+        ax.yaxis.set_major_locator(FixedLocator([v for v in ticks if lo <= v <= hi]))
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
         ax.set_xticks(range(len(cats)), [str(c) for c in cats])
         ax.set_xlim(-0.5, len(cats) - 0.5)
         if pv is not None:
