@@ -12,6 +12,17 @@
 
 namespace rxlab {
 
+// RocksDB's names that the adapter's files use, said once for all of them.
+using rocksdb::FileOptions;
+using rocksdb::FSRandomAccessFile;
+using rocksdb::FSReadRequest;
+using rocksdb::FSSequentialFile;
+using rocksdb::FSWritableFile;
+using rocksdb::IODebugContext;
+using rocksdb::IOOptions;
+using rocksdb::IOStatus;
+using rocksdb::Slice;
+
 std::unique_ptr<rocksdb::FSRandomAccessFile> MakeRandomAccessFile(RxFileSystem* fs, std::string name,
                                                                   int fd, bool direct);
 std::unique_ptr<rocksdb::FSSequentialFile> MakeSequentialFile(RxFileSystem* fs, std::string name, int fd,

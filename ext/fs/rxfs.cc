@@ -18,16 +18,6 @@
 
 namespace rxlab {
 
-using rocksdb::FileOptions;
-using rocksdb::FSRandomAccessFile;
-using rocksdb::FSReadRequest;
-using rocksdb::FSSequentialFile;
-using rocksdb::FSWritableFile;
-using rocksdb::IODebugContext;
-using rocksdb::IOOptions;
-using rocksdb::IOStatus;
-using rocksdb::Slice;
-
 std::atomic<bool> g_rocksdb_io_uring_enable{false};
 
 IOStatus ErrnoStatus(const std::string& what, const std::string& file, int err) {

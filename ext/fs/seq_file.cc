@@ -8,16 +8,6 @@
 
 namespace rxlab {
 
-using rocksdb::FileOptions;
-using rocksdb::FSRandomAccessFile;
-using rocksdb::FSReadRequest;
-using rocksdb::FSSequentialFile;
-using rocksdb::FSWritableFile;
-using rocksdb::IODebugContext;
-using rocksdb::IOOptions;
-using rocksdb::IOStatus;
-using rocksdb::Slice;
-
 namespace {
 
 class RxSequentialFile final : public FSSequentialFile {

@@ -13,16 +13,6 @@
 
 namespace rxlab {
 
-using rocksdb::FileOptions;
-using rocksdb::FSRandomAccessFile;
-using rocksdb::FSReadRequest;
-using rocksdb::FSSequentialFile;
-using rocksdb::FSWritableFile;
-using rocksdb::IODebugContext;
-using rocksdb::IOOptions;
-using rocksdb::IOStatus;
-using rocksdb::Slice;
-
 namespace {
 
 // Writable file. With powerloss=1 the bytes not yet made durable stay in
