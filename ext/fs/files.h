@@ -32,4 +32,9 @@ std::unique_ptr<rocksdb::FSWritableFile> MakeWritableFile(RxFileSystem* fs, std:
                                                           bool direct, uint64_t size,
                                                           const rocksdb::FileOptions& o);
 
+// InvalidateCache of every file class: the page cache's copy of a range
+// dropped (POSIX_FADV_DONTNEED), as posix does; nothing for an O_DIRECT file.
+IOStatus DropPageCache(RxFileSystem* fs, int fd, bool direct, const std::string& name, size_t offset,
+                       size_t length);
+
 }  // namespace rxlab

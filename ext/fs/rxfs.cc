@@ -247,4 +247,12 @@ RXLAB_HOT void RxFileSystem::SupportedOps(int64_t& supported_ops) {
 }
 #endif
 
+IOStatus DropPageCache(RxFileSystem* fs, int fd, bool direct, const std::string& name, size_t offset,
+                       size_t length) {
+  if (direct) return IOStatus::OK();
+  SyscallTimer t(fs->State()->counters.get(), kSys_fadvise64);
+  int r = posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_DONTNEED);
+  return r == 0 ? IOStatus::OK() : ErrnoStatus("fadvise", name, r);
+}
+
 }  // namespace rxlab

@@ -43,11 +43,7 @@ class RxSequentialFile final : public FSSequentialFile {
     return IOStatus::OK();
   }
   IOStatus InvalidateCache(size_t offset, size_t length) override {
-    if (direct_) return IOStatus::OK();
-    SyscallTimer t(fs_->State()->counters.get(), kSys_fadvise64);
-    int r = posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length),
-                          POSIX_FADV_DONTNEED);
-    return r == 0 ? IOStatus::OK() : ErrnoStatus("fadvise", name_, r);
+    return DropPageCache(fs_, fd_, direct_, name_, offset, length);
   }
   bool use_direct_io() const override { return direct_; }
   size_t GetRequiredBufferAlignment() const override { return align_; }

@@ -133,11 +133,7 @@ class RxWritableFile final : public FSWritableFile {
     if (fcntl(fd_, F_SET_RW_HINT, &h) == 0) write_hint_ = hint;
   }
   IOStatus InvalidateCache(size_t offset, size_t length) override {
-    if (direct_) return IOStatus::OK();
-    SyscallTimer t(fs_->State()->counters.get(), kSys_fadvise64);
-    int r = posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length),
-                          POSIX_FADV_DONTNEED);
-    return r == 0 ? IOStatus::OK() : ErrnoStatus("fadvise", name_, r);
+    return DropPageCache(fs_, fd_, direct_, name_, offset, length);
   }
   uint64_t GetFileSize(const IOOptions&, IODebugContext*) override { return size_; }
   bool IsSyncThreadSafe() const override { return !powerloss_; }
