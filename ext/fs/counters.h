@@ -61,7 +61,7 @@ extern const char* const kSysNames[kNumSys];
   X(reads) X(read_bytes) X(max_inflight) X(writes) X(write_bytes)            \
   X(multireads) X(multiread_reqs) X(read_async) X(polls) X(aborts)           \
   X(async_completed) X(retries) X(short_reads) X(faults_injected) X(delayed) \
-  X(fixed_buf_reads) X(page_aligned_files)                                   \
+  X(fixed_buf_reads)                                                         \
   X(mmap_reads) X(mmap_read_bytes) X(mmap_writes) X(mmap_write_bytes)
 
 enum Event : int {

@@ -19,8 +19,7 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
         direct_(direct),
         faults_(fs->FaultsApply(name_)),
         logical_(direct ? LogicalBlockSize(fd) : kAlign),
-        align_(direct ? fs->DirectAlignment(fd) : kAlign),
-        learning_(direct && fs->AutoPageAlign() && align_.load() < kAlign) {
+        align_(direct ? fs->DirectAlignment(fd) : kAlign) {
     slot_ = fs_->AllocSlot(&file_id_);
   }
   ~RxRandomAccessFile() override {
@@ -137,7 +136,7 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
 
   RXLAB_HOT bool use_direct_io() const override { return direct_; }
   RXLAB_HOT size_t GetRequiredBufferAlignment() const override {
-    return align_.load(std::memory_order_relaxed);
+    return align_;
   }
 
   // Reap completions of this thread's async ring; finished reads get their
@@ -150,31 +149,6 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
     j->direct = direct_;
     j->align = logical_;  // what the kernel requires of a resubmitted remainder
     j->faults = faults_;
-    if (learning_.load(std::memory_order_relaxed)) Learn(off);
-  }
-
-  // buffer_align=auto. RocksDB allocates an O_DIRECT read's buffer with the
-  // alignment the file asks (the logical block size, 512 here), so whether an
-  // 8 KiB buffer spans 2 pages or 3 is up to malloc, process by process, and
-  // the third page costs every read (here 5-10% fewer reads per second, in
-  // bench-backends' posix against posix?buffer_align=0). Asking a page would
-  // also round every read's offset and end to a page, reading more for blocks
-  // that are not page-aligned. So a file asks a page only once its reads show
-  // that this costs nothing: kPageStreak reads in a row at page offsets, as
-  // every data block of a block_align SST is (otherwise 1 in 8 is). RocksDB
-  // reads the alignment afresh on each read, and any page multiple is still
-  // a multiple of the logical block size, so switching mid-life is safe.
-  static constexpr int kPageStreak = 16;
-  void Learn(uint64_t off) const {
-    if (off % kAlign != 0) {
-      streak_.store(0, std::memory_order_relaxed);
-      return;
-    }
-    if (streak_.fetch_add(1, std::memory_order_relaxed) + 1 < kPageStreak) return;
-    if (learning_.exchange(false)) {
-      align_.store(kAlign, std::memory_order_relaxed);
-      fs_->State()->counters->Add(kEv_page_aligned_files);
-    }
   }
 
   RxFileSystem* fs_;
@@ -183,9 +157,10 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
   bool direct_;
   bool faults_;
   size_t logical_;
-  mutable std::atomic<size_t> align_;
-  mutable std::atomic<bool> learning_;
-  mutable std::atomic<int> streak_{0};
+  // Fixed at open: RocksDB's FilePrefetchBuffer keeps data placed for the
+  // alignment it was filled with, so a file that changed it mid-life had its
+  // compaction reads fail their checksums (docs/concepts/engines.md).
+  const size_t align_;
   int slot_ = -1;
   uint64_t file_id_ = 0;
 };

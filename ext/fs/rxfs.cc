@@ -97,7 +97,7 @@ size_t RxFileSystem::DirectAlignment(int fd) const {
   // malloc put it, so an 8 KiB read spans 3 pages in 7 of 8 placements and 2 in
   // the eighth, from process to process; buffer_align fixes the placement.
   size_t logical = LogicalBlockSize(fd);
-  if (hot_.buffer_align <= 0) return logical;  // 0, or auto (a file may ask a page later)
+  if (hot_.buffer_align <= 0) return logical;  // 0 or auto
   return std::max(logical, static_cast<size_t>(hot_.buffer_align));
 }
 

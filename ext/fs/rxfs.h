@@ -49,8 +49,7 @@ struct HotParams {
   double p_eio = 0, p_eintr = 0, p_eagain = 0, p_short = 0;
   bool any_read_fault = false;
   int64_t enospc_after = -1;
-  // 0: the device's logical block size; kBufferAlignAuto: that, until a
-  // file's reads show it is page-aligned (see RxRandomAccessFile).
+  // 0 and kBufferAlignAuto: the device's logical block size.
   int64_t buffer_align = -1;
 };
 
@@ -103,17 +102,9 @@ class RxFileSystem : public rocksdb::FileSystemWrapper {
     return hot_.enospc_after < 0 || CountTowardsEnospc(n, s);  // inline: every append asks
   }
   bool FaultsApply(const std::string& fname) const;
-  // The O_DIRECT alignment a file on fd asks of RocksDB at open (buffer_align
-  // or the device's logical block size), and whether it may later ask a page.
+  // The O_DIRECT alignment a file on fd asks of RocksDB for its whole life
+  // (buffer_align, or the device's logical block size for 0 and auto).
   size_t DirectAlignment(int fd) const;
-  // Never, for now: a file that changed its alignment mid-life corrupted
-  // compaction reads. RocksDB's FilePrefetchBuffer keeps the tail of its last
-  // readahead, placed for the old alignment, and rounds with the new one (no
-  // assertion in a release build): after 16 page-aligned 2 MiB readaheads a
-  // compaction input switched, and its reads from ~32 MiB on failed their
-  // checksums (fillrandom, every engine, 2026-11-27). auto is the logical
-  // block size until the switch is made where no buffer outlives it.
-  bool AutoPageAlign() const { return false; }
 
  private:
   template <typename Base>

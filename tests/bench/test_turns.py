@@ -186,12 +186,13 @@ def test_both_benchmarks_run_in_turns_on_a_small_db(tmp_path):
     assert sorted(set(df["contender"])) == ["db_bench", driver_check.INTERLEAVE_CONTROL, "rxlab"]
     assert (df["reads"] > 50).all(), df
     if shutil.which("strace"):
-        # strace attached during the warm-up: buffer_align=auto puts every buffer on a page. An
-        # empty entry is a trace that caught no read in its windows (seen once for the rxlab
-        # process, with its many threads, in a whole-suite run): unknown, not another offset.
+        # strace attached during the warm-up: buffer_align=auto asks the device's 512 bytes, so
+        # every buffer sits at a multiple of 512 in its page. An empty entry is a trace that
+        # caught no read in its windows (seen once for the rxlab process, with its many threads,
+        # in a whole-suite run): unknown, not another offset.
         known = set(df["buffer_offsets"].fillna("")) - {""}
-        assert known == {"0 (100%)"}, df["buffer_offsets"]
-        assert "read buffers' page offsets by session: 0" in driver_check.summarize_interleaved(df)
+        assert known and all(int(k.split()[0]) % 512 == 0 for k in known), df["buffer_offsets"]
+        assert "read buffers' page offsets by session: " in driver_check.summarize_interleaved(df)
     text = driver_check.summarize_interleaved(df)
     assert "target rxlab QPS at least db_bench's" in text and "target rxlab CPU per op no higher" in text
 

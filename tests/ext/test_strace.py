@@ -180,13 +180,13 @@ def test_buffer_align_auto_keeps_the_device_alignment(tmp_path, block_align):
     its reads are not rounded out to pages (up to 12 KiB for an 8 KiB block). It no longer asks a
     page once its reads show block-aligned data: RocksDB's prefetch buffer keeps data placed for
     the old alignment, and compaction reads past 16 readaheads failed their checksums."""
-    counters = tmp_path / "counters.json"
-    data, proc = traced_direct_reads([f"--fs_uri=rxlab://posix?counters_path={counters}",
+    data, proc = traced_direct_reads(["--fs_uri=rxlab://posix",
                                       *small_db_flags(tmp_path / "db", block_align)], tmp_path)
     blocks = [(a, n, off) for a, n, off in data if n >= 8192]
     assert len(blocks) > 1000, f"{len(blocks)} direct block reads traced\n{describe(proc)}"
-    switched = read_counters(counters)["counters"]["page_aligned_files"]
-    assert switched == 0, switched
+    # the device's 512 bytes, from the first read to the last (where malloc puts a buffer within
+    # its page is up to the process)
+    assert all(a % 512 == 0 and n % 512 == 0 for a, n, _ in data), data[:3]
     if block_align:
         assert all(n == 8192 for _, n, _ in blocks), sorted({n for _, n, _ in blocks})
     else:
