@@ -53,8 +53,9 @@ COMMON = {
 
 READ_CONFIGS = {
     "default": None,
-    # buffer_align=auto (rxlab's default): the block-aligned SSTs' files ask a page of RocksDB, so
-    # every 8 KiB read buffer sits on 2 pages.
+    # buffer_align=auto (rxlab's default): since 2026-11-27 the logical block size for a file's
+    # whole life, the same as "posix 512-aligned" below (a page-aligned switch mid-life corrupted
+    # compaction readahead); the two rows are then a second A/A pair.
     "posix": "rxlab://posix",
     # buffer_align=0, as RocksDB's own file system: buffers aligned to the logical block size
     # (512 here), so where an 8 KiB buffer falls in its pages is up to malloc, per process

@@ -99,8 +99,8 @@ def main(root: Path, duration: int = 10, repeats: int = 3, fio_runtime: int = 10
     fs_uri: both tools read through this rxlab file system (db_bench through the plugin), e.g.
     rxlab://posix: RocksDB's own file system aligns O_DIRECT buffers to the logical block size
     (512 here), so whether a tool's 8 KiB reads touch 2 pages or 3 depends on where malloc put
-    its buffer, which differs between the two processes; rxlab's (buffer_align=auto) puts every
-    read of a block-aligned SST on a page in both.
+    its buffer, which differs between the two processes; rxlab's buffer_align=4096 puts every
+    read of a block-aligned SST on a page in both (its default, auto, asks 512 as RocksDB does).
     """
     bad = [p for p in parts if p not in PARTS]
     if bad or not parts:
