@@ -12,16 +12,17 @@ import re
 import tarfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
 
 from rxlab.cli.main import main
-from rxlab.core import archive, store
+from rxlab.core import archive, resolution, store
 from rxlab.core.paths import REPO
 from rxlab.runs import export as exporting
 from rxlab.runs import figures as saved
-from rxlab.runs.report import write_index
+from rxlab.runs.report import resolution_cells, write_index
 from rxlab.studies.backends import STUDY
 
 pytestmark = pytest.mark.timeout(300)
@@ -58,7 +59,8 @@ def test_a_redraw_from_the_table_alone_gives_the_same_figure(made, tmp_path):
 
 def test_a_redraw_at_page_width_in_slides_style_changes_only_the_drawing(made, tmp_path):
     _, figs, _ = made
-    saved.redraw(["lab_latency"], figs, width="page", style="slides", aspect=0.5, formats=["png"], out=tmp_path)
+    saved.redraw(["lab_latency"], figs, width="page", style="slides", aspect=0.5, formats=["png"],
+                 out=tmp_path)
     assert sha(tmp_path / "lab_latency.png") != sha(figs / "lab_latency.png")
     assert sha(tmp_path / "lab_latency.csv") == sha(figs / "lab_latency.csv")
     assert not (tmp_path / "lab_latency.pdf").exists()
@@ -83,7 +85,8 @@ def test_the_list_says_what_can_be_redrawn(made):
     _, figs, result = made
     df = saved.list_figures(figs).set_index("figure")
     assert set(df.index) == {"lab_throughput", "lab_latency"}
-    assert (df["redraw"] == "yes").all() and (df["study"] == "backends").all() and (df["scale"] == "smoke").all()
+    assert (df["redraw"] == "yes").all() and (df["study"] == "backends").all()
+    assert (df["scale"] == "smoke").all()
     assert (df["runs"] == len(result.runs)).all()
 
 
@@ -142,7 +145,8 @@ def test_archive_and_import_round_trip_into_another_store(made, tmp_path):
 @pytest.mark.parametrize(("argv", "want"), [
     (["figure", "redraw", "nosuch"], "figure 'nosuch': known are"),
     (["figure", "redraw", "lab_throughput", "--aspect", "9"], "aspect=9.0: expected a height/width ratio"),
-    (["figure", "redraw", "lab_throughput", "--format", "png,gif"], "--format png,gif: allowed are pdf, svg, png"),
+    (["figure", "redraw", "lab_throughput", "--format", "png,gif"],
+     "--format png,gif: allowed are pdf, svg, png"),
     (["archive", "20000101T000000abcd"], "study '20000101T000000abcd': no complete run of it"),
     (["import", "/nonexistent/x.tar.gz"], "no such archive file"),
 ])
@@ -170,3 +174,31 @@ def test_the_index_lists_a_studys_own_tables_not_those_of_a_study_whose_name_beg
     tuning = text.split("## 15_raising_io_efficiency", 1)[1].split("\n## ", 1)[0]
     assert "io_efficiency_fio" in ioeff and "io_efficiency_tuning_configs" not in ioeff
     assert "io_efficiency_tuning_configs" in tuning
+
+
+def test_the_index_gives_each_figures_widest_half_width_and_its_a_a_spread(tmp_path):
+    """A figure drawn from a comparison table (resolution.compare on turns: one contender 3% ahead
+    with little noise, one with a lot) lists its widest half-width, how many comparisons missed the
+    target, and the A/A control's ratio and half-width; a figure of its study without ratios falls
+    back to the study's comparisons table; one with none says so."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for turn in range(6):
+        drift = rng.normal(0, 0.05)
+        for config, copy, ratio, noise in (("base", 0, 1.0, 0.003), ("base", 1, 1.0, 0.003),
+                                           ("quiet", 0, 1.03, 0.003), ("noisy", 0, 1.0, 0.2)):
+            rows.append({"turn": turn, "config": config, "copy": copy,
+                         "value": 100 * ratio * np.exp(drift + rng.normal(0, noise))})
+    table = resolution.compare(pd.DataFrame(rows), "base", target=2.0)
+    table.to_csv(tmp_path / "ratio_fig.csv", index=False)
+    widest, aa = resolution_cells(tmp_path, "ratio_fig", None)
+    noisy = table.loc[table["config"] == "noisy", "half_width"].iloc[0]
+    assert widest == f"±{noisy:.1f}%, 1 of 2 unresolved", widest
+    aa_row = table[table["config"] == resolution.AA].iloc[0]
+    assert aa == f"{aa_row['ratio']:.3f}, widest ±{aa_row['half_width']:.1f}%", aa
+
+    (tmp_path / "tables").mkdir()
+    table.to_csv(tmp_path / "tables" / "mystudy_comparisons.csv", index=False)
+    pd.DataFrame({"config": ["a"], "qps": [1.0]}).to_csv(tmp_path / "abs_fig.csv", index=False)
+    assert resolution_cells(tmp_path, "abs_fig", "mystudy")[0].endswith("(study's table)")
+    assert resolution_cells(tmp_path, "abs_fig", "other") == ("no comparison table", "")
