@@ -1,12 +1,13 @@
-"""rxlab.studies.tracing_overhead: strace parsing, the strace/counters comparison, parameters, plan,
-and a real tiny study.
+"""rxlab.studies.tracing_overhead: strace parsing, the strace/counters comparison, parameters, the turns'
+plan, and a real tiny study.
 
-The tiny study runs the stock db_bench through the plugin on libaio, untraced,
-under perf and under strace, stores every run, and reads the syscall table
-back from the stored attachments: the whole path of notebook 50 at a few
-thousand operations. libaio is the engine whose data path has no syscall
-that the dynamic loader also makes (it never preads), so its counts must
-agree with strace's exactly, however few they are.
+The tiny study runs the stock db_bench through the plugin on libaio, untraced
+(twice: the A/A pair), under perf and under strace, in one turn, stores
+every run, and reads the syscall table back from the stored
+attachments: the whole path of notebook 50 at a few thousand operations.
+libaio is the engine whose data path has no syscall that the dynamic loader
+also makes (it never preads), so its counts must agree with strace's
+exactly, however few they are.
 """
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from helpers_studies import refusal, registered_outputs, saved_figures
@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 
 from rxlab.core import store
 from rxlab.core.study import manifest
+from rxlab.core.turns_plan import turn_rows
 from rxlab.studies.tracing_overhead import STUDY, findings, syscalls, tables, tracers
 
 pytestmark = [pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed"),
@@ -103,6 +104,8 @@ def test_compare_syscalls_without_counters_is_strace_only():
     ({"tracers": ["ltrace"]}, "tracers=['ltrace']"),
     ({"tracers": []}, "tracers=[]"),
     ({"tracers": ["perf", "strace"]}, "tracers=['perf', 'strace']: must include 'none': every overhead"),
+    ({"target": 0}, "target=0"),
+    ({"budget": "soon"}, "budget='soon'"),
     ({"workloads": ["readwhilewriting"]}, "workloads=['readwhilewriting']"),
     ({"scale": "huge"}, "scale='huge': allowed are smoke, small, full"),
     ({"repeats": 0}, "repeats=0"),
@@ -117,14 +120,29 @@ def test_bad_parameters_fail_on_one_line(kw, needle):
     assert needle in msg, msg
 
 
-def test_plan_alternates_and_skips_counters_on_default():
-    p = STUDY.params(scale="smoke", repeats=3)
-    plan = STUDY.plan(p)
-    assert len(plan) == 3 * (4 * 4 - 1)
-    assert not ((plan["backend"] == "default") & (plan["tracer"] == "counters")).any()
-    firsts = plan.groupby("rep").first()
-    assert firsts["backend"].nunique() == 3 and firsts["tracer"].nunique() == 3  # rotated every repetition
-    assert plan.groupby(["backend", "tracer"]).size().eq(3).all()
+def test_each_turn_rotates_backends_and_tracers_and_runs_untraced_twice():
+    p = STUDY.params(scale="smoke")
+    units = STUDY.plan(p)
+    assert len(units) == 4 * 4 - 1 and "rep" not in units.columns
+    assert not ((units["backend"] == "default") & (units["tracer"] == "counters")).any()
+    plan = pd.concat([turn_rows(units, STUDY.compare, t) for t in range(4)], ignore_index=True)
+    assert len(plan) == 4 * (4 * 5 - 1)     # per turn every tracer once, none twice, default without counters
+    firsts = plan.groupby("rep")["backend"].first().tolist()
+    assert firsts == ["default", "posix", "libaio", "io_uring"]     # the backends rotate from turn to turn
+    posix = plan[plan["backend"] == "posix"]
+    t0, t1 = (posix[posix["rep"] == t][["tracer", "copy"]].apply(tuple, axis=1).tolist() for t in (0, 1))
+    assert t0 == [("none", 0), ("counters", 0), ("perf", 0), ("strace", 0), ("none", 1)] and t1 == t0[::-1]
+    assert set(plan.loc[plan["copy"] == 1, "tracer"]) == {"none"}   # only the base has an A/A copy
+    assert plan.groupby(["rep", "backend"])["copy"].sum().eq(1).all()
+
+
+def test_the_rule_takes_the_study_budget_of_its_scale_or_exactly_repeats_turns():
+    small = STUDY.params(scale="small").rule()
+    assert (small.budget_s, small.target, small.min_turns, small.max_turns) == (270.0, 2.0, 3, None)
+    assert STUDY.params(scale="smoke").rule().budget_s == 5.0
+    assert STUDY.params(scale="small", budget="2m").rule().budget_s == 120.0
+    exact = STUDY.params(scale="small", repeats=4).rule()
+    assert (exact.budget_s, exact.min_turns, exact.max_turns) == (None, 4, 4)
 
 
 def test_fs_uri_and_benchmarks():
@@ -156,8 +174,9 @@ def test_the_strace_wrapper_gives_the_preload_to_db_bench_only(tmp_path):
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
+    # one turn, what smoke's 5 s budget gives here, fixed so that a faster machine does not run a second
     p = STUDY.params(scale="smoke", backends=["libaio"], tracers=["none", "perf", "strace"], num=1500,
-                     reads=1500, db_dir=str(tmp_path_factory.mktemp("db")))
+                     reads=1500, max_turns=1, db_dir=str(tmp_path_factory.mktemp("db")))
     tools = p.settings().tools
     if tools["perf"] != "available":
         pytest.skip(f"perf: {tools['perf']}")
@@ -166,9 +185,12 @@ def tiny(tmp_path_factory):
 
 def test_tiny_study_stores_every_run(tiny):
     p, res = tiny
-    assert len(res.runs) == 3 and all(store.is_complete(r) for r in res.runs)
+    assert len(res.runs) == 4 and all(store.is_complete(r) for r in res.runs)   # one turn: none twice
     f = res.frame
     assert set(f["tracer"]) == {"none", "perf", "strace"} and set(f["backend"]) == {"libaio"}
+    assert sorted(f.drop_duplicates("run_id")[["tracer", "copy"]].apply(tuple, axis=1)) == \
+        [("none", 0), ("none", 1), ("perf", 0), ("strace", 0)]
+    assert (f["rep"] == 0).all() and f.loc[f["copy"] == 1, "run_name"].str.contains("-r0a-").all()
     assert set(f["test"]) == {"fillseq", "readrandom"}  # db_bench prints no result line for flush
     rr = f[f["test"] == "readrandom"]
     assert (rr["ops"] == 1500).all() and (rr["found"] == 1500).all()
@@ -181,7 +203,7 @@ def test_tiny_study_stores_every_run(tiny):
     assert again.backends == res.backends == ["libaio"] and again.tracers == ["none", "perf", "strace"]
     assert STUDY.load(res.root, scale="small") is None
     m = manifest(res.root, res.study)
-    assert m["status"] == "complete" and m["study"] == "tracing_overhead" and len(m["runs"]) == 3
+    assert m["status"] == "complete" and m["study"] == "tracing_overhead" and len(m["runs"]) == 4
     assert not list(Path(p.db_dir).iterdir())   # every DB and wrapper script is gone, the runs stay
 
 
@@ -209,17 +231,39 @@ def test_tiny_study_perf_sampled(tiny):
 def test_tiny_study_tables(tiny):
     _, res = tiny
     tp = STUDY.table("throughput", res)
-    assert set(tp["tracer"]) == {"none", "perf", "strace"} and (tp["n"] == 1).all()
-    ot = STUDY.table("overhead", res)
-    assert set(ot["tracer"]) == {"perf", "strace"}
-    assert np.allclose(ot["rel"] * ot["slowdown"], 1.0)
-    reps = tables.overhead_ratios(res)
-    assert len(reps) == len(ot) and np.allclose(reps["rel"].to_numpy(), ot["rel"].to_numpy())
+    assert set(tp["tracer"]) == {"none", "perf", "strace"}
+    n = tp.set_index(["test", "tracer"])["n"].to_dict()
+    assert n == {(t, tr): 2 if tr == "none" else 1 for t in ("fillseq", "readrandom")   # none twice a turn
+                 for tr in ("none", "perf", "strace")}
     beside = STUDY.table("published", res)
     assert set(beside["tracer"]) == {"none", "strace"} and (beside["backend"] == "libaio").all()
     assert set(beside["published_mb_per_s"]) == {"exceed 80", "around 10"}
+
+
+def test_every_comparison_has_its_interval_and_the_a_a_row_and_says_why_it_is_unresolved(tiny):
+    """After one turn each tracer's ratio to untraced is there per workload, the A/A row beside, none
+    resolved, and the table, the findings and the manifest say why."""
+    _, res = tiny
+    c = STUDY.table("comparisons", res)
+    assert list(c.columns[:2]) == ["backend", "test"]
+    assert {"ratio", "lo", "hi", "half_width", "resolved", "turns", "status", "slowdown"} <= set(c.columns)
+    assert c[["test", "config"]].apply(tuple, axis=1).tolist() == [
+        (t, cfg) for t in ("fillseq", "readrandom") for cfg in ("perf", "strace", "A/A")]
+    assert set(c["base"]) == {"none"} and (c["turns"] == 1).all() and not c["resolved"].any()
+    assert (c["status"] == "unresolved: too few turns (1 < 3), max turns").all()
+    # the ratio is the tracer's qps over untraced's (the geometric mean of the A/A pair) in the same turn
+    f = res.frame.set_index(["test", "tracer", "copy"])["qps"]
+    for r in c[c["config"] != "A/A"].itertuples():
+        want = f[(r.test, r.config, 0)] / math.sqrt(f[(r.test, "none", 0)] * f[(r.test, "none", 1)])
+        assert r.ratio == pytest.approx(want) and r.slowdown == pytest.approx(1 / want)
+    aa = c[c["config"] == "A/A"]
+    assert aa["ratio"].tolist() == pytest.approx([f[(t, "none", 1)] / f[(t, "none", 0)] for t in aa["test"]])
+    assert res.turns["stopped"] == "max turns" and manifest(res.root, res.study)["turns"]["turns"] == 1
     text = findings.findings(res)
-    assert "strace keeps" in text and "The report: posix and libaio exceed 80 MB/s untraced" in text
+    assert "strace keeps" in text and "none resolved: not to be read as differences" in text
+    assert "In turns, libaio: 0 of 4 ratios to untraced resolved; unresolved, not to be read as differences" \
+        in text
+    assert "The report: posix and libaio exceed 80 MB/s untraced" in text
 
 
 def test_the_figures_are_drawn_from_their_tables_alone(tiny, tmp_path):
@@ -234,7 +278,10 @@ def test_the_figures_are_drawn_from_their_tables_alone(tiny, tmp_path):
     pub = t[t["kind"] == "published"].set_index("tracer")
     assert (pub.loc["none", "mb_per_s"], pub.loc["strace", "mb_per_s"]) == (80.0, 10.0)
     o = pd.read_csv(tmp_path / "tracing_overhead.csv")
-    assert o.loc[o["kind"] == "published", "rel"].tolist() == [10 / 80]
+    assert o.loc[o["kind"] == "published", "ratio"].tolist() == [10 / 80]
+    cmp = o[o["kind"] == "comparison"]
+    assert set(cmp["config"]) == {"perf", "strace", "A/A"}
+    assert {"lo", "hi", "resolved", "turns", "status"} <= set(o.columns)
     s = pd.read_csv(tmp_path / "tracing_syscalls.csv")
     assert set(s["syscall"]) >= {"pwrite64", "io_submit", "io_getevents"}
     assert "pread64" not in set(s["syscall"])   # the loader's two: not drawn
@@ -244,7 +291,7 @@ def test_the_study_is_in_the_registry_and_its_outputs_are_written(tiny, tmp_path
     _, res = tiny
     out = registered_outputs(STUDY, res, tmp_path)
     assert {"tracing_overhead_throughput.csv", "tracing_overhead_syscalls.md",
-            "tracing_overhead_overhead.tex"} <= out.tables
+            "tracing_overhead_comparisons.tex"} <= out.tables
     assert "Syscall counts" in out.findings
 
 

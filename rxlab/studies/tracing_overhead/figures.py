@@ -1,47 +1,56 @@
 """The tracing study's figures, each drawn from one tidy table.
 
-Every table is long: one row per value drawn, `kind` saying what it is:
-`median` (a bar or a marker: the median over repetitions), `rep` (one
-repetition: together they give the min..max line) or `published` (the
-report's Figure 5 number). Backends appear in the order they are drawn.
+tracing_overhead is the comparison: each tracer's throughput over
+untraced with its 95% interval over turns (rxlab.core.plots.ratio_plot:
+unresolved hollow and dashed, none's A/A interval the grey band), the
+report's Figure 5 ratio as a `published` row. tracing_throughput's table is
+long, one row per value drawn, `kind` saying what it is: `median` (a bar:
+the median over the turns' runs), `rep` (one run: together they give the
+min..max line) or `published` (the report's Figure 5 number); its bars are
+absolute MB/s, not differences: those are read in tracing_overhead.
+Backends appear in the order they are drawn.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+from matplotlib.ticker import FixedLocator
 
+from rxlab.core import engines
 from rxlab.core import figures as style
+from rxlab.core.plots import ratio_plot
+from rxlab.core.resolution import COMPARISON_COLUMNS
 from rxlab.core.study import FigureSpec
 from rxlab.studies.tracing_overhead.params import DATA_SYSCALLS, TOLERANCE, TRACERS, WORKLOADS
 from rxlab.studies.tracing_overhead.result import TracingResult
 from rxlab.studies.tracing_overhead.tables import (
+    comparison_table,
     measured,
-    overhead_ratios,
-    overhead_table,
     published_rows,
     syscalls_table,
     throughput_table,
 )
 
 THROUGHPUT_COLUMNS = ["test", "backend", "tracer", "kind", "rep", "mb_per_s", "qualifier"]
-OVERHEAD_COLUMNS = ["test", "backend", "tracer", "kind", "rep", "rel", "label"]
+OVERHEAD_COLUMNS = ["backend", "test", *COMPARISON_COLUMNS, "kind", "label"]
+# The ratio axis when it must reach below ratio_plot's 1/4 (strace keeps a fraction; the report's 1/8)
+RATIO_TICKS = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 SYSCALL_COLUMNS = ["backend", "syscall", "strace", "rxlab", "rel_diff", "worst_run_rel_diff", "runs",
                    "judged"]
 
-TRACER_STYLE = {"none": {"hatch": "", "alpha": 1.0, "marker": "o"},
-                "counters": {"hatch": "..", "alpha": 0.85, "marker": "o"},
-                "perf": {"hatch": "//", "alpha": 0.7, "marker": "s"},
-                "strace": {"hatch": "xx", "alpha": 0.45, "marker": "X"}}
+TRACER_STYLE = {"none": {"hatch": "", "alpha": 1.0},
+                "counters": {"hatch": "..", "alpha": 0.85},
+                "perf": {"hatch": "//", "alpha": 0.7},
+                "strace": {"hatch": "xx", "alpha": 0.45}}
 
 
 # --------------------------------------------------------------------------- the tables drawn
 
 def throughput_data(result: TracingResult) -> pd.DataFrame:
-    """db_bench's MB/s per workload, backend and tracer: medians, repetitions, and the report's Figure 5
-    numbers (test 'report', backend 'posix|libaio', the tracer its `tracing`)."""
+    """db_bench's MB/s per workload, backend and tracer: medians and every run of the turns (`none` twice a
+    turn), and the report's Figure 5 numbers (test 'report', backend 'posix|libaio', the tracer its
+    `tracing`)."""
     tp = throughput_table(result)
     f = measured(result.frame)
     rows = []
@@ -59,24 +68,20 @@ def throughput_data(result: TracingResult) -> pd.DataFrame:
 
 
 def overhead_data(result: TracingResult) -> pd.DataFrame:
-    """Throughput over untraced per workload, backend and tracer: medians and repetitions; the report's
-    strace ratio for posix and libaio (Figure 5) as a `published` row with its label."""
-    ot = overhead_table(result)
-    reps = overhead_ratios(result)
+    """Each tracer's throughput over untraced per backend and workload, with its 95% interval over turns
+    and none's A/A rows (`comparison` rows: comparison_table); the report's strace ratio for posix and
+    libaio (Figure 5) as a `published` row with its label."""
+    c = comparison_table(result).assign(kind="comparison", label="")
     rows = []
-    for r in ot.itertuples():
-        base = {"test": r.test, "backend": r.backend, "tracer": r.tracer, "label": ""}
-        rows.append({**base, "kind": "median", "rep": None, "rel": r.rel})
-        g = reps[(reps["test"] == r.test) & (reps["backend"] == r.backend) & (reps["tracer"] == r.tracer)]
-        rows += [{**base, "kind": "rep", "rep": int(x.rep), "rel": x.rel} for x in g.itertuples()]
     pub = published_rows().set_index("tracing")
     if {"none", "strace"} <= set(pub.index):
         none, strace = pub.loc["none"], pub.loc["strace"]
-        rows.append({"test": "report", "backend": strace["engine"], "tracer": "strace", "kind": "published",
-                     "rep": None, "rel": float(strace["value"]) / float(none["value"]),
+        r = float(strace["value"]) / float(none["value"])
+        rows.append({"backend": strace["engine"], "test": "report", "config": "strace", "ratio": r, "lo": r,
+                     "hi": r, "kind": "published",
                      "label": f"report, {strace['engine']}, strace: ~{strace['value']:g} of "
                               f">{none['value']:g} MB/s"})
-    return pd.DataFrame(rows, columns=OVERHEAD_COLUMNS)
+    return pd.concat([c, pd.DataFrame(rows)], ignore_index=True).reindex(columns=OVERHEAD_COLUMNS)
 
 
 def syscalls_data(result: TracingResult) -> pd.DataFrame:
@@ -100,12 +105,9 @@ def _tracers(values) -> list:
     return [t for t in TRACERS if t in set(values)]
 
 
-def _tracer_handles(tracers, kind: str = "bar"):
-    if kind == "bar":
-        return [Patch(facecolor="#bbbbbb", edgecolor="#333333", hatch=TRACER_STYLE[t]["hatch"],
-                      alpha=TRACER_STYLE[t]["alpha"], label=t) for t in tracers]
-    return [Line2D([], [], ls="", marker=TRACER_STYLE[t]["marker"], color="#555555", label=t)
-            for t in tracers]
+def _tracer_handles(tracers):
+    return [Patch(facecolor="#bbbbbb", edgecolor="#333333", hatch=TRACER_STYLE[t]["hatch"],
+                  alpha=TRACER_STYLE[t]["alpha"], label=t) for t in tracers]
 
 
 def _slot(i: int, j: int, n: int) -> float:
@@ -172,40 +174,40 @@ def draw_throughput(t: pd.DataFrame):
 
 
 def draw_overhead(t: pd.DataFrame):
-    """Throughput under each tracer relative to untraced (log scale), per workload and backend.
+    """Throughput under each tracer over untraced (log scale), a panel per backend, per workload.
 
-    Markers: medians over the repetitions (lines: min..max). The report's
-    Figure 5 ratio for posix and libaio (around 10 MB/s under strace against
-    more than 80 untraced: less than 1/8 kept) is the dotted line.
+    Markers: the ratio with its 95% interval over turns, filled where resolved
+    to the target, hollow and dashed where not; grey band: none's A/A
+    interval (rxlab.core.plots.ratio_plot). The report's Figure 5 ratio for
+    posix and libaio (around 10 MB/s under strace against more than 80
+    untraced: less than 1/8 kept) is the dotted line in their panels.
     """
     here = t[t["kind"] != "published"]
     pub = t[t["kind"] == "published"]
-    tests = [w for w in WORKLOADS if w in set(here["test"])]
-    backends, tracers = _order(here["backend"]), _tracers(here["tracer"])
-    fig, axes = style.figure(width="page", aspect=0.34, ncols=max(len(tests), 1), squeeze=False, sharey=True)
-    for ax, test in zip(axes[0], tests, strict=False):
-        for x, b, tr, med, reps in _cells(here[here["test"] == test], backends, tracers, "rel"):
-            _spread(ax, x, reps)
-            ax.plot(x, med, TRACER_STYLE[tr]["marker"], color=style.backend_color(b), ms=5, mec="#222222",
-                    mew=0.4)
-        ax.set_yscale("log")
-        ax.yaxis.set_major_locator(FixedLocator([0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0]))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.axhline(1.0, color="#555555", lw=0.6)
-        for p in pub.itertuples():
-            ax.axhline(p.rel, color=style.BACKEND_COLORS["published"], ls=":", lw=0.8)
-            ax.annotate(p.label, (len(backends) - 0.5, p.rel), xytext=(-2, -2), textcoords="offset points",
-                        ha="right", va="top", fontsize=5.5)
-        ax.set_xticks(range(len(backends)), backends)
-        ax.set_xlim(-0.5, len(backends) - 0.5)
-        ax.set_title(test)
-    axes[0][0].set_ylabel("throughput / untraced")
-    if tracers:
-        # beside the axes: clear of the report's line
-        axes[0][-1].legend(handles=_tracer_handles(tracers, "marker"), loc="upper left",
-                           bbox_to_anchor=(1.0, 1.0), fontsize=6)
+    fig = ratio_plot(here, "test", hue="config", panel="backend", width="page",
+                     ylabel="throughput / untraced (95% interval)")
+    for ax, backend in zip(fig.axes, _order(here["backend"]), strict=False):
+        lines = pub[[engines.engine(backend) in str(p).split("|") for p in pub["backend"]]]
+        _reach(ax, pd.concat([here.loc[here["backend"] == backend, ["ratio", "lo", "hi"]].stack(),
+                              lines["ratio"]]))
+        for p in lines.itertuples():
+            ax.axhline(p.ratio, color=style.BACKEND_COLORS["published"], ls=":", lw=0.8)
+            ax.annotate(p.label, (1.0, p.ratio), xycoords=("axes fraction", "data"), xytext=(-2, 1),
+                        textcoords="offset points", ha="right", va="bottom", fontsize=5.5)
     return fig
+
+
+def _reach(ax, values: pd.Series) -> None:
+    """Lower the y axis below ratio_plot's 1/4 where a ratio, an interval or the report's line is below
+    it: strace's cost is the study's largest effect and stays on the axis."""
+    v = pd.to_numeric(values, errors="coerce")
+    v = v[np.isfinite(v) & (v > 0)]
+    lo, hi = ax.get_ylim()
+    if v.empty or v.min() >= lo:
+        return
+    lo = max(float(v.min()) / 1.25, RATIO_TICKS[0])
+    ax.set_ylim(lo, hi)
+    ax.yaxis.set_major_locator(FixedLocator([x for x in RATIO_TICKS if lo <= x <= hi]))
 
 
 def draw_syscalls(t: pd.DataFrame):

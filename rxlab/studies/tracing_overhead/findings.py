@@ -1,52 +1,40 @@
 """What a tracing study measured, in Markdown bullets with its numbers."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from rxlab.core.resolution import AA
 from rxlab.studies.tracing_overhead.params import TOLERANCE, WORKLOADS
 from rxlab.studies.tracing_overhead.result import TracingResult
-from rxlab.studies.tracing_overhead.tables import overhead_table, published_rows, syscalls_table
+from rxlab.studies.tracing_overhead.tables import comparison_table, published_rows, syscalls_table
+
+COSTS = ("strace", "perf", "counters")   # the tracers in the order the findings tell them
 
 
 def findings(result: TracingResult) -> str:
     """The study's results in a few Markdown bullets, with their numbers."""
-    ot = overhead_table(result)
+    c = comparison_table(result)
+    cmp = c[c["config"] != AA]
     summary = syscalls_table(result)
     lines = []
-    for test in [w for w in WORKLOADS if w in set(ot["test"])]:
-        o = ot[ot["test"] == test]
-        parts = []
-        for tr in ("strace", "perf", "counters"):
-            g = o[o["tracer"] == tr]
-            if len(g):
-                parts.append(f"{tr} keeps {_rng(100 * g['rel'], '.0f')}% of the untraced throughput "
-                             f"({', '.join(f'{r.backend} {100 * r.rel:.0f}%' for r in g.itertuples())})")
+    for test in [w for w in WORKLOADS if w in set(cmp["test"])]:
+        parts = [_kept(tr, g) for tr in COSTS if len(g := cmp[(cmp["test"] == test) & (cmp["config"] == tr)])]
         if parts:
             lines.append(f"- **{test}**: " + "; ".join(parts) + ".")
-        spread = []
-        for tr in ("strace", "perf", "counters"):
-            g = o[o["tracer"] == tr]
-            if len(g) and int(g["n"].min()) > 1:
-                slower = int((g["rel_max"] < 1).sum())
-                faster = int((g["rel_min"] > 1).sum())
-                spread.append(f"{tr}: slower than untraced in every repetition on {slower} of {len(g)} "
-                              "backends"
-                              + (f", faster on {faster}" if faster else "")
-                              + (f", within the run-to-run spread on {len(g) - slower - faster}"
-                                 if len(g) - slower - faster else ""))
-        if spread:
-            lines.append(f"  - {test}, repetition by repetition: " + "; ".join(spread) + ".")
+    lines += _resolution(c)
     pub = published_rows().set_index("tracing")
     if {"none", "strace"} <= set(pub.index):
-        s = ot[(ot["tracer"] == "strace") & ot["backend"].isin(["posix", "libaio"])]
+        s = cmp[(cmp["config"] == "strace") & cmp["backend"].isin(["posix", "libaio"])]
         if len(s):
             lines.append(f"- The report: posix and libaio {pub.loc['none', 'qualifier']} "
                          f"{pub.loc['none', 'value']:g} MB/s untraced, {pub.loc['strace', 'qualifier']} "
                          f"{pub.loc['strace', 'value']:g} MB/s under strace (at most "
                          f"{pub.loc['strace', 'value'] / pub.loc['none', 'value']:.0%} kept, "
-                         "workload not stated). "
-                         f"Here posix and libaio keep {_rng(100 * s['rel'], '.0f')}% under strace "
-                         f"(a slowdown of {_rng(s['slowdown'], '.1f')}x).")
+                         "workload not stated). Here under strace: "
+                         + "; ".join(f"{r.backend} {r.test} {100 * r.ratio:.0f}% kept (a slowdown of "
+                                     f"{r.slowdown:.1f}x, {'resolved' if r.resolved else 'unresolved'})"
+                                     for r in s.itertuples()) + ".")
     judged = summary[summary["judged"]]
     if len(judged):
         worst = judged.loc[judged["worst_run_rel_diff"].abs().idxmax()]
@@ -66,6 +54,39 @@ def findings(result: TracingResult) -> str:
                          + "; ".join(f"{r.backend} {r.syscall} strace {int(r.strace):,} vs rxlab "
                                      f"{int(r.rxlab):,}" for r in other.itertuples()) + ".")
     return "\n".join(lines)
+
+
+def _kept(tracer: str, g: pd.DataFrame) -> str:
+    """`strace keeps 24 to 30% of the untraced throughput (posix 27% [25..29], ...; 3 of 4 resolved)`."""
+    each = ", ".join(f"{r.backend} {100 * r.ratio:.0f}% " + (f"[{100 * r.lo:.0f}..{100 * r.hi:.0f}]"
+                                                           if np.isfinite(r.lo) else "(no interval yet)")
+                     for r in g.itertuples())
+    ok = int(g["resolved"].astype(bool).sum())
+    said = f"{ok} of {len(g)} resolved" if ok else "none resolved: not to be read as differences"
+    return f"{tracer} keeps {_rng(100 * g['ratio'], '.0f')}% of the untraced throughput ({each}; {said})"
+
+
+def _resolution(c: pd.DataFrame) -> list[str]:
+    """What the turns resolved, per backend: the ratios to none resolved to the target and those not (with
+    why), and the A/A control's widest interval beside."""
+    out = []
+    for backend, g in c.groupby("backend", sort=False):
+        cmp, aa = g[g["config"] != AA], g[g["config"] == AA]
+        if cmp.empty:
+            continue
+        ok, bad = cmp[cmp["resolved"].astype(bool)], cmp[~cmp["resolved"].astype(bool)]
+        text = f"- In turns, {backend}: {len(ok)} of {len(cmp)} ratios to untraced resolved"
+        if len(ok):
+            text += " (" + "; ".join(f"{r.test} {r.config} {r.ratio:.3f} +-{r.half_width:.1f}%"
+                                     for r in ok.itertuples()) + ")"
+        if len(bad):
+            text += "; unresolved, not to be read as differences: " + "; ".join(
+                f"{r.test} {r.config} {r.ratio:.3f} ({r.status.removeprefix('unresolved: ')})"
+                for r in bad.itertuples())
+        if aa["half_width"].notna().any():
+            text += f"; A/A control within +-{aa['half_width'].max():.1f}%"
+        out.append(text + ".")
+    return out
 
 
 def _rng(v, fmt: str) -> str:

@@ -1,6 +1,7 @@
 """The tracing study's parameters: backends, tracers, workloads, scale presets, the tools this machine has."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -10,9 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from rxlab.core import engines, scales, study, sysinfo
+from rxlab.core import engines, scales, sysinfo
 from rxlab.core import params as checks
+from rxlab.core.resolution import StoppingRule, parse_budget
 from rxlab.core.study import settings_table
+from rxlab.core.turns_plan import Compare, TurnsParams
 
 SEED_FILE = "lab-report-disaggregated-rocksdb-backends.txt"
 PUBLISHED = (f"{SEED_FILE}: lab_throughput (Figure 5)", f"{SEED_FILE}: lab_statements (5.2.1)")
@@ -32,6 +35,12 @@ KEY_SIZE = 16
 VALUE_SIZE = 1000
 WRITE_BUFFER = 2 << 20
 MIB = 1 << 20
+
+# What the study compares, in turns (rxlab.core.turns_plan): per backend, the throughput (qps: operations
+# over wall time) of each tracer against the untraced run, workload by workload. Each turn runs `none`
+# twice per backend (the A/A pair: what "equal" looks like beside the tracers' ratios).
+COMPARE = Compare(config="tracer", metric="qps", base="none", groups=("backend",), keys=("test",), turn="rep",
+                  label="ops/s")
 
 
 def tool_status(perf_freq: int = 999) -> dict[str, str]:
@@ -70,10 +79,13 @@ class Scale(scales.Scale):
 
 SCALES = scales.presets(
     Scale,
-    # seconds: a 2 MB DB, a 1 MiB cache (reads still reach the device), one repetition
+    # seconds: a 2 MB DB, a 1 MiB cache (reads still reach the device); the common 5 s of turns (one)
     smoke={"num": 2_000, "reads": 2_000, "background_s": 0.0},
-    # minutes: 100 MB, an 8 MiB cache; three repetitions (strace makes the fill ~10x slower)
-    small={"num": 100_000, "reads": 20_000, "background_s": 0.2},
+    # minutes: 50 MB, an 8 MiB cache. 270 s of turns (with the probes and the figures, within the 306 s the
+    # study took in three repetitions of 15 runs: figures/index.md, 2026-11-27). A turn is 19 runs, `none`
+    # twice; at the 100k keys and 20k reads of then it took about 120 s (strace runs 10 to 12 s): two turns,
+    # fewer than the rule's three; at half of each about 70 s (estimated from those runs' times): three
+    small={"num": 50_000, "reads": 10_000, "background_s": 0.2, "budget_s": 270.0},
     # the largest that keeps the strace runs to minutes: 1 GB, an 8 MiB cache
     full={"num": 1_000_000, "reads": 100_000, "cache_size": 8 * MIB, "background_s": 0.3},
 )
@@ -87,19 +99,19 @@ class Settings:
     num: int
     reads: int
     cache_size: int
-    repeats: int
     perf_freq: int
     background_s: float
     db_bytes: int
     work_dir: str
     tools: dict
+    turns: str          # the stopping rule, in words
 
     def table(self) -> pd.DataFrame:
         rows = [("keys (num)", f"{self.num:,}"), ("key / value bytes", f"{KEY_SIZE} / {VALUE_SIZE}"),
                 ("DB size (keys x (key + value))", f"{self.db_bytes / MIB:.0f} MiB"),
                 ("write buffer", f"{WRITE_BUFFER // MIB} MiB"),
                 ("operations per read workload", f"{self.reads:,}"),
-                ("block cache", f"{self.cache_size / MIB:g} MiB"), ("repeats", str(self.repeats)),
+                ("block cache", f"{self.cache_size / MIB:g} MiB"), ("turns", self.turns),
                 ("perf sampling frequency", f"{self.perf_freq} Hz (cpu-clock, call graphs)"),
                 ("work directory", self.work_dir)]
         rows += [(f"tool: {k}", v) for k, v in self.tools.items()]
@@ -107,17 +119,21 @@ class Settings:
 
 
 @dataclass
-class Params(study.StudyParams):
+class Params(TurnsParams):
     """The study's parameters (the notebook's papermill parameters).
+
+    The study runs in turns (rxlab.core.turns_plan): target (percent), budget,
+    min_turns and max_turns set the stopping rule; `repeats`, when given, runs
+    exactly that many turns instead.
 
     backends: default and rxlab engine URIs (posix, libaio, io_uring,
     io_uring?registered_files=1 ...; counters options are the study's own).
-    tracers: none, counters, perf, strace. workloads: db_bench benchmarks
-    (fillseq, fillrandom, readrandom, readseq); every run starts with the
-    fills given (fillseq if none) and a flush. scale: smoke | small | full.
-    repeats, num, reads: None takes the scale's. perf_freq: perf's sampling
-    frequency in Hz. db_dir: where the DBs go (None: a temporary directory;
-    O_DIRECT needed).
+    tracers: none, counters, perf, strace (none is the base of every ratio).
+    workloads: db_bench benchmarks (fillseq, fillrandom, readrandom, readseq);
+    every run starts with the fills given (fillseq if none) and a flush.
+    scale: smoke | small | full. num, reads: None takes the scale's.
+    perf_freq: perf's sampling frequency in Hz. db_dir: where the DBs go
+    (None: a temporary directory; O_DIRECT needed).
     """
 
     backends: list = field(default_factory=engines.backends)  # every backend of the registry
@@ -143,7 +159,7 @@ class Params(study.StudyParams):
                                                  f"{', '.join(TRACERS)}")
         if "none" not in tr:
             checks.fail("tracers", self.tracers, "must include 'none': every overhead is a traced run's "
-                                                 "throughput over the untraced run's of the same repetition")
+                                                 "throughput over the untraced runs' of the same turn")
         self.tracers = list(tr)
         wl = checks.as_list(self.workloads)
         if not wl or len(set(wl)) != len(wl) or not all(w in WORKLOADS for w in wl):
@@ -160,14 +176,25 @@ class Params(study.StudyParams):
                 checks.fail("tracers", self.tracers, f"{tool} is not installed here; install it or drop "
                                                      f"{tool!r} from tracers")
 
+    def rule(self) -> StoppingRule:
+        """TurnsParams' rule with this study's budget for its scale (SCALES' budget_s, unless `budget` is
+        given; TurnsParams knows the common presets' only), or exactly `repeats` turns when repeats is
+        given."""
+        r = super().rule()
+        if self.repeats is not None:
+            return dataclasses.replace(r, budget_s=None, min_turns=self.repeats, max_turns=self.repeats)
+        if parse_budget(self.budget) is not None:
+            return r
+        return dataclasses.replace(r, budget_s=SCALES[self.scale].budget_s)
+
     def settings(self, probe: bool = True) -> Settings:
         """The scale resolved; `probe` also asks perf and strace whether they work here (a second)."""
-        sc = SCALES[self.scale].given(num=self.num, reads=self.reads, repeats=self.repeats)
+        sc = SCALES[self.scale].given(num=self.num, reads=self.reads)
         work = Path(self.db_dir) if self.db_dir is not None else Path(tempfile.gettempdir())
         return Settings(scale=self.scale, num=int(sc.num), reads=int(sc.reads), cache_size=sc.cache_size,
-                        repeats=sc.repeats, perf_freq=int(self.perf_freq), background_s=sc.background_s,
+                        perf_freq=int(self.perf_freq), background_s=sc.background_s,
                         db_bytes=int(sc.num) * (KEY_SIZE + VALUE_SIZE), work_dir=str(work),
-                        tools=tool_status(self.perf_freq) if probe else {})
+                        tools=tool_status(self.perf_freq) if probe else {}, turns=self.rule().describe())
 
     def benchmarks(self) -> list[str]:
         """db_bench's --benchmarks of every run: the fills (fillseq if none), flush, the reads."""

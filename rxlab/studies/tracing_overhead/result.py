@@ -6,12 +6,13 @@ from rxlab.studies.tracing_overhead.params import TRACERS
 
 
 class TracingResult(StudyResult):
-    """Frame keys: study, rep, backend, tracer, test, run_id; then qps, mb_per_s (db_bench's MB/s),
-    the seeds' columns and the step's raw columns (one row per db_bench step)."""
+    """Frame keys: study, rep (the turn), copy (1: the A/A second run of `none`), backend, tracer, test,
+    run_id; then qps, mb_per_s (db_bench's MB/s), the seeds' columns and the step's raw columns (one row
+    per db_bench step)."""
 
     @property
     def backends(self) -> list[str]:
-        """The backends in the order the first repetition ran them (the parameters' order)."""
+        """The backends in the order the first turn ran them (the parameters' order)."""
         return list(dict.fromkeys(self.frame["backend"]))
 
     @property

@@ -1,5 +1,6 @@
-"""The tracing study's tables: throughput per tracer, the overhead against untraced, the syscall counts
-of strace and rxlab, and the report's Figure 5 numbers beside the local ones."""
+"""The tracing study's tables: throughput per tracer, each tracer's ratio to untraced with its interval
+over turns, the syscall counts of strace and rxlab, and the report's Figure 5 numbers beside the local
+ones."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -8,7 +9,9 @@ import numpy as np
 import pandas as pd
 
 from rxlab.core import published
-from rxlab.studies.tracing_overhead.params import DATA_SYSCALLS, TRACERS, WORKLOADS
+from rxlab.core.resolution import AA
+from rxlab.core.turns_plan import result_comparisons
+from rxlab.studies.tracing_overhead.params import COMPARE, DATA_SYSCALLS, TRACERS, WORKLOADS
 from rxlab.studies.tracing_overhead.result import TracingResult
 from rxlab.studies.tracing_overhead.syscalls import (
     COMPARE_COLUMNS,
@@ -18,8 +21,8 @@ from rxlab.studies.tracing_overhead.syscalls import (
     parse_strace_summary,
 )
 
-__all__ = ["TABLES", "measured", "overhead_ratios", "overhead_table", "published_beside", "published_rows",
-           "published_table", "syscall_summary", "syscall_table", "syscalls_table", "throughput_table"]
+__all__ = ["TABLES", "comparison_table", "measured", "published_beside", "published_rows", "published_table",
+           "syscall_summary", "syscall_table", "syscalls_table", "throughput_table"]
 
 
 def measured(frame: pd.DataFrame) -> pd.DataFrame:
@@ -28,7 +31,8 @@ def measured(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def throughput_table(result: TracingResult) -> pd.DataFrame:
-    """Per workload, backend and tracer: median qps and db_bench MB/s over the repetitions, their range."""
+    """Per workload, backend and tracer: median qps and db_bench MB/s over every run of the turns (`none`
+    twice a turn), their range, n. The tracers' ratios with their intervals: `comparison_table`."""
     f = measured(result.frame)
     g = f.groupby(["test", "backend", "tracer"], sort=False)
     t = g.agg(qps=("qps", "median"), qps_min=("qps", "min"), qps_max=("qps", "max"),
@@ -40,41 +44,20 @@ def throughput_table(result: TracingResult) -> pd.DataFrame:
         {"test": str, "backend": str, "tracer": str})
 
 
-def overhead_ratios(result: TracingResult) -> pd.DataFrame:
-    """Per repetition, workload, backend and tracer: qps over the untraced run's of the same repetition.
-
-    Columns: test, backend, tracer, rep, rel. Each ratio pairs runs of one
-    repetition, so drift of the machine between repetitions cancels. A
-    traced run whose repetition has no untraced run gives no ratio.
-    """
-    f = measured(result.frame)
-    base = f[f["tracer"] == "none"].set_index(["rep", "test", "backend"])["qps"]
-    rows = [{"test": r.test, "backend": r.backend, "tracer": r.tracer, "rep": int(r.rep),
-             "rel": r.qps / base[(r.rep, r.test, r.backend)]}
-            for r in f[f["tracer"] != "none"].itertuples() if (r.rep, r.test, r.backend) in base.index]
-    t = pd.DataFrame(rows, columns=["test", "backend", "tracer", "rep", "rel"])
-    if t.empty:
-        return t
-    keys = {"test": WORKLOADS, "backend": result.backends, "tracer": TRACERS}
-    order = [t[c].map({v: i for i, v in enumerate(vals)}) for c, vals in keys.items()]
-    return t.assign(_w=order[0], _b=order[1], _t=order[2]).sort_values(["_w", "_b", "_t", "rep"]) \
-        .drop(columns=["_w", "_b", "_t"]).reset_index(drop=True)
-
-
-def overhead_table(result: TracingResult) -> pd.DataFrame:
-    """Throughput under each tracer relative to `none` of the same repetition, workload and backend.
-
-    Columns: test, backend, tracer, rel (median over repetitions of
-    overhead_ratios' rel), rel_min, rel_max, slowdown (1 / rel), n.
-    """
-    cols = ["test", "backend", "tracer", "rel", "rel_min", "rel_max", "slowdown", "n"]
-    r = overhead_ratios(result)
-    if r.empty:
-        return pd.DataFrame(columns=cols)
-    t = r.groupby(["test", "backend", "tracer"], sort=False)["rel"].agg(
-        rel="median", rel_min="min", rel_max="max", n="size").reset_index()
-    t["slowdown"] = 1 / t["rel"].where(t["rel"] != 0)
-    return t[cols]
+def comparison_table(result: TracingResult) -> pd.DataFrame:
+    """Per backend and workload, each tracer's qps ratio to untraced (`none`, the A/A pair's geometric
+    mean in the same turn) with its 95% interval over turns, half-width (%), resolved, turns and status,
+    then none's A/A row (rxlab.core.turns_plan); `slowdown` is 1 / ratio. Workloads in WORKLOADS' order,
+    tracers in TRACERS'."""
+    c = result_comparisons(result, COMPARE)
+    c = c[c["test"].isin(WORKLOADS)]
+    rank = {"backend": {b: i for i, b in enumerate(result.backends)},
+            "test": {w: i for i, w in enumerate(WORKLOADS)},
+            "config": {t: i for i, t in enumerate([*TRACERS, AA])}}
+    keys = {f"_{k}": c[k].map(v) for k, v in rank.items()}
+    c = c.assign(**keys).sort_values(list(keys), kind="stable").drop(columns=list(keys))
+    slowdown = 1 / c["ratio"].where((c["ratio"] > 0) & (c["config"] != AA))
+    return c.assign(slowdown=slowdown).reset_index(drop=True)
 
 
 def syscall_table(result: TracingResult) -> pd.DataFrame:
@@ -168,7 +151,7 @@ def published_table(result: TracingResult) -> pd.DataFrame:
 
 TABLES = {
     "throughput": throughput_table,
-    "overhead": overhead_table,
+    "comparisons": comparison_table,
     "syscalls": syscalls_table,
     "syscall_runs": syscall_table,
     "published": published_table,
