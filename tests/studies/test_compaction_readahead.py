@@ -1,13 +1,15 @@
-"""rxlab.studies.compaction_readahead: parameters, the memory cgroup, cache eviction, the hit ratio, and a
-tiny real study.
+"""rxlab.studies.compaction_readahead: parameters, turns, the memory cgroup, cache eviction, the DB's copy,
+the hit ratio, and a tiny real study.
 
 The study test runs the real path at a tiny size: a DB loaded in this process,
-overwrite in a child process placed in a memory cgroup, the runs stored and
-found again, the tables and figures built from them. Tests that need a
-memory cgroup (root and a memory controller) skip where there is none.
+one turn of overwrite runs (the base twice) in child processes placed in a
+memory cgroup, the runs stored and found again, the comparisons, tables and
+figures built from them. Tests that need a memory cgroup (root and a memory
+controller) skip where there is none.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -18,12 +20,23 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers_studies import refusal, registered_outputs, saved_figures
+from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
+from rxlab.bench import driver
 from rxlab.core import metrics, store, sysinfo
 from rxlab.core.cgroup import MemoryCgroup, cgroup_support
 from rxlab.core.study import manifest
-from rxlab.studies.compaction_readahead import STUDY, child, columns, figures, overwrite, params
+from rxlab.core.turns_plan import turn_rows
+from rxlab.studies.compaction_readahead import (
+    STUDY,
+    ReadaheadResult,
+    child,
+    columns,
+    figures,
+    overwrite,
+    params,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -46,16 +59,35 @@ def test_params_defaults_are_the_seeds_settings():
     assert s.device.disk and s.device.max_sectors_kb > 0
     assert s.memory_limit == (params.SCALES["smoke"].memory_limit if SUPPORT.available else 0)
     assert list(STUDY.plan(p)["setting"]) == ["0", "512 KiB", "1 MiB", "2 MiB"]
+    assert "rep" not in STUDY.plan(p).columns          # one turn: the protocol adds the turn
+    assert STUDY.compare.base_of(list(STUDY.plan(p)["setting"])) == "0"   # the default before RocksDB 8.7
+    assert STUDY.compare.metric == "qps"
+    assert s.duration == 1.0 and p.rule().budget_s == 5.0                  # smoke: the common 5 s of turns
+    small = params.SCALES["small"]
+    assert small.budget_s + 20 <= 256 and small.duration == 8.0   # the 256 s it took before, less the load
+    assert "repeats" not in dict(s.rows()) and "5 s budget" in dict(s.rows())["turns"]
     dt = s.device_table()
     assert dt["source"].tolist() == ["local", "published", "published"]
     assert dt["max_sectors_kb"].tolist() == [s.device.max_sectors_kb, 128.0, 1280.0]
 
 
-def test_plan_rotates_settings_per_repetition():
-    p = STUDY.params(scale="smoke", compaction_readahead_size=[0, "1m"], repeats=2)
-    pl = STUDY.plan(p)
-    assert pl["readahead"].tolist() == [0, 1 << 20, 1 << 20, 0]
-    assert pl["rep"].tolist() == [0, 0, 1, 1]
+def test_each_turn_runs_every_setting_once_and_the_base_twice_in_an_order_that_moves():
+    p = STUDY.params(scale="smoke")
+    units = STUDY.plan(p)
+    turns = [turn_rows(units, STUDY.compare, t) for t in range(10)]
+    for t in turns:
+        assert t["setting"].value_counts().to_dict() == {"0": 2, "512 KiB": 1, "1 MiB": 1, "2 MiB": 1}
+        assert sorted(t.loc[t["setting"] == "0", "copy"]) == [0, 1]
+        assert (t.loc[t["setting"] != "0", "copy"] == 0).all() and t["rep"].nunique() == 1
+    first, second = (list(zip(t["setting"], t["copy"], strict=True)) for t in turns[:2])
+    assert first == [("0", 0), ("512 KiB", 0), ("1 MiB", 0), ("2 MiB", 0), ("0", 1)]
+    assert second == first[::-1]                         # ABBA: a linear drift cancels over two turns
+    # over the turns every setting takes every position
+    for setting in ("0", "512 KiB", "1 MiB", "2 MiB"):
+        assert {i for t in turns for i in np.flatnonzero(t["setting"].to_numpy() == setting)} == set(range(5))
+    # repeats: exactly that many turns, no budget
+    rule = STUDY.params(scale="smoke", repeats=4).rule()
+    assert (rule.min_turns, rule.max_turns, rule.budget_s) == (4, 4, None)
 
 
 @pytest.mark.parametrize(("kw", "name"), [
@@ -73,6 +105,8 @@ def test_plan_rotates_settings_per_repetition():
     ({"threads": 1.5}, "threads"),
     ({"duration": 0}, "duration"),
     ({"repeats": 0}, "repeats"),
+    ({"target": 0}, "target"),
+    ({"budget": "soon"}, "budget"),
     ({"value_size": 0}, "value_size"),
     ({"db_size": "1k"}, "db_size"),
     ({"drop_caches": "all"}, "drop_caches"),
@@ -139,6 +173,27 @@ def test_evict_db_drops_the_files_pages(tmp_path):
     assert overwrite.evict(db, "none") == "none"
 
 
+def _digests(db: Path) -> dict[str, str]:
+    return {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(db.iterdir()) if f.is_file()}
+
+
+def test_copy_db_links_the_tables_and_an_overwrite_of_the_copy_leaves_the_loaded_db_as_it_was(tmp_path):
+    p = STUDY.params(scale="smoke", compaction_readahead_size=[0], db_size="2m", db_dir=str(tmp_path))
+    s, base, db, root = p.settings(), tmp_path / "base", tmp_path / "db", tmp_path / "runs"
+    overwrite.load_db(p, s, base, "readahead-copytest-load", root)
+    before = _digests(base)
+    overwrite.copy_db(base, db)
+    tables = [f for f in base.iterdir() if f.suffix == ".sst"]
+    assert tables and all((db / f.name).stat().st_ino == f.stat().st_ino for f in tables)     # linked
+    manifests = [f for f in base.iterdir() if f.name.startswith("MANIFEST-")]
+    assert manifests and all((db / f.name).stat().st_ino != f.stat().st_ino for f in manifests)  # copied
+    spec = overwrite.run_spec(p, s, db, name="readahead-copytest", readahead=0, existing=True,
+                              steps=[{"name": "overwrite", "ops": 20_000}])
+    driver.run(spec, root=root, progress=False)
+    assert set(_digests(db)) != set(before)              # the copy moved on: new tables, a new MANIFEST
+    assert _digests(base) == before                      # the loaded DB did not: every run starts from it
+
+
 # --------------------------------------------------------------------------- derived columns
 
 def _row(**kw):
@@ -180,11 +235,15 @@ def tiny_study(tmp_path_factory):
     return p, res, root, work
 
 
-def test_study_stores_one_overwrite_run_per_setting(tiny_study):
+def test_study_stores_one_turn_the_base_twice(tiny_study):
+    """At smoke the budget (5 s) holds one turn: 0, 1 MiB, and 0 again (the A/A copy, a run named r0a)."""
     _, res, root, work = tiny_study
-    assert len(res.runs) == 2 and all(store.is_complete(r) for r in res.runs)
+    assert len(res.runs) == 3 and all(store.is_complete(r) for r in res.runs)
+    assert res.turns["turns"] == 1 and res.turns["stopped"] == "budget"
     f = res.frame
-    assert sorted(f["readahead"]) == [0, 1 << 20]
+    assert sorted(f["readahead"]) == [0, 0, 1 << 20]
+    assert sorted(zip(f["setting"], f["copy"], strict=True)) == [("0", 0), ("0", 1), ("1 MiB", 0)]
+    assert (f["rep"] == 0).all()
     assert (f["ops"] > 0).all() and (f["fs.read_bytes"] >= 0).all()
     assert (f["spec.use_direct_reads"] == False).all()  # noqa: E712 buffered IO as in the seed
     assert set(f["spec.compaction_readahead_size"]) == {0, 1 << 20}
@@ -192,15 +251,17 @@ def test_study_stores_one_overwrite_run_per_setting(tiny_study):
     # the load is a run of its own; the study's frame holds only the overwrite steps
     names = set(store.catalog(root)["run_name"].astype(str))
     assert names == {f"readahead-{res.study}-load", f"readahead-{res.study}-r0-crs0",
-                     f"readahead-{res.study}-r0-crs1048576"}
+                     f"readahead-{res.study}-r0a-crs0", f"readahead-{res.study}-r0-crs1048576"}
     load = store.list_runs(root).set_index("name").loc[f"readahead-{res.study}-load", "run_id"]
     assert (f["spec.load_run"] == load).all()      # each setting names the DB it started from
     again = STUDY.load(root)
-    assert again is not None and again.study == res.study and len(again.frame) == 2
+    assert again is not None and again.study == res.study and len(again.frame) == 3
     assert again.readahead == res.readahead == [0, 1 << 20]
+    assert again.frame["copy"].tolist() == res.frame["copy"].tolist()
     assert STUDY.load(root, scale="small") is None
     m = manifest(root, res.study)
-    assert m["status"] == "complete" and m["study"] == "compaction_readahead" and len(m["runs"]) == 2
+    assert m["status"] == "complete" and m["study"] == "compaction_readahead" and len(m["runs"]) == 3
+    assert m["turns"]["turns"] == 1 and m["turns"]["budget_s"] == 5.0
 
 
 @pytest.mark.skipif(not SUPPORT.available, reason=f"no memory cgroup: {SUPPORT.reason}")
@@ -218,12 +279,16 @@ def test_study_child_ran_inside_its_memory_limit(tiny_study):
 def test_study_tables(tiny_study):
     p, res, _, _ = tiny_study
     s = STUDY.table("summary", res)
-    assert s["setting"].tolist() == ["0", "1 MiB"]
+    assert s["setting"].tolist() == ["0", "1 MiB"] and s["n"].tolist() == [2, 1]
     assert (s["max_sectors_kb"] == p.settings().device.max_sectors_kb).all()
     assert s["above_max_sectors"].tolist() == [False, s["max_sectors_kb"].iloc[0] < 1024]
     ft = STUDY.table("findings", res)
     assert ft["metric"].tolist() == ["throughput", "read MB/s (iostat)", "rareq-sz (iostat)"]
     assert ft.loc[0, "best in seed"] == "1MB" and ft.loc[0, "best here"] in ("0", "1 MiB")
+    assert ft["in turns"].tolist() == ["0 of 1 ratios to 0 resolved", *["not compared (per_turn table)"] * 2]
+    t = STUDY.table("per_turn", res)
+    assert list(zip(t["setting"], t["copy"], strict=True)) == [("0", 0), ("0", 1), ("1 MiB", 0)]
+    np.testing.assert_allclose(t["qps"].sort_values(), res.frame["qps"].sort_values())
     dt = STUDY.table("device", res)
     assert dt["max_sectors_kb"].tolist() == [p.settings().device.max_sectors_kb, 128.0, 1280.0]
     assert dt.loc[0, "device"] == f"{p.settings().device.disk} (here)"
@@ -231,23 +296,80 @@ def test_study_tables(tiny_study):
     assert "max_sectors_kb" in text and "hit ratio" in text
 
 
+def test_the_comparison_has_its_interval_and_the_a_a_row_and_says_why_it_is_unresolved(tiny_study):
+    _, res, _, _ = tiny_study
+    c = STUDY.table("comparisons", res)
+    assert {"ratio", "lo", "hi", "half_width", "resolved", "turns", "status"} <= set(c.columns)
+    assert c["config"].tolist() == ["1 MiB", "A/A"] and set(c["base"]) == {"0"}
+    f = res.frame.set_index(["setting", "copy"])["qps"]
+    want = f[("1 MiB", 0)] / np.sqrt(f[("0", 0)] * f[("0", 1)])   # over the geometric mean of the base's pair
+    assert c.loc[0, "ratio"] == pytest.approx(want)
+    assert c.loc[1, "ratio"] == pytest.approx(f[("0", 1)] / f[("0", 0)])
+    assert not c["resolved"].any() and (c["turns"] == 1).all()
+    assert (c["status"] == "unresolved: too few turns (1 < 3), budget").all()
+    assert "1 MiB" in STUDY.findings(res).split("unresolved, not to be read as differences: ")[1]
+
+
 def test_the_figures_are_drawn_from_their_tables_alone(tiny_study, tmp_path):
     """Each figure saved with its table and sidecar, then redrawn from the CSV and the sidecar's draw_args
     only: what `rxlab figures` does without the runs."""
     _, res, _, _ = tiny_study
-    assert list(STUDY.figures) == ["readahead_throughput", "readahead_read_mbps", "readahead_reqsz",
-                                   "readahead_hit_ratio"]
+    assert list(STUDY.figures) == ["readahead_throughput_ratio", "readahead_throughput",
+                                   "readahead_read_mbps", "readahead_reqsz", "readahead_hit_ratio"]
     for s in saved_figures(STUDY, res, tmp_path):
-        assert s.fig.axes[0].get_xlabel() == "compaction_readahead_size" and len(s.side["runs"]) == 2
+        assert s.fig.axes[0].get_xlabel() == "compaction_readahead_size" and len(s.side["runs"]) == 3
         assert isinstance(s.again, Figure) and s.again.axes[0].get_xlabel() == "compaction_readahead_size"
+        if s.name == "readahead_throughput_ratio":   # one turn: nothing resolved, the marker drawn hollow
+            assert _marker_faces(s.again) == ["white"]
+    r = pd.read_csv(tmp_path / "readahead_throughput_ratio.csv")
+    assert r["config"].tolist() == ["1 MiB", "A/A"] and (r["setting"] == "1 MiB").all()   # the band behind it
+    assert r.loc[0, "seed"] == "seed: best" and not r["resolved"].any()
     t = pd.read_csv(tmp_path / "readahead_throughput.csv")
     med = t[t["kind"] == "median"].set_index("setting")
-    assert med.loc["1 MiB", "seed"] == "seed: best" and len(t[t["kind"] == "rep"]) == 2
+    assert med.loc["1 MiB", "seed"] == "seed: best" and len(t[t["kind"] == "rep"]) == 3
+    assert sorted(t.loc[(t["kind"] == "rep") & (t["setting"].astype(str) == "0"), "copy"]) == [0, 1]
     np.testing.assert_allclose(med["value"], STUDY.table("summary", res).set_index("setting")["qps"])
     r = pd.read_csv(tmp_path / "readahead_reqsz.csv")
     assert (r["max_sectors_kb"] == res.max_sectors_kb).all()
     m = pd.read_csv(tmp_path / "readahead_read_mbps.csv")
     assert set(m["series"]) == {"rmbps", "own_rmbps", "fs_rmbps"} and len(m) == 6
+
+
+def _marker_faces(fig) -> list:
+    return [ln.get_markerfacecolor() for ln in fig.axes[0].lines if ln.get_marker() == "o"]
+
+
+def test_resolved_and_unresolved_ratios_are_told_apart_in_table_figure_and_findings(tiny_study, tmp_path):
+    """Four turns made from the tiny study's runs with throughputs set: 1 MiB steadily 10% above the base
+    (resolved), 2 MiB scattered around it (unresolved), the base's pair within half a percent."""
+    _, res, _, _ = tiny_study
+    f = res.frame
+    base = f[(f["setting"] == "0") & (f["copy"] == 0)].iloc[0]
+    one = f[f["setting"] == "1 MiB"].iloc[0]
+    two = one.copy()
+    two["readahead"], two["setting"] = 2 << 20, "2 MiB"
+    pairs = [(1000, 1004), (998, 1001), (1003, 999), (1000, 1002)]
+    noise, scatter = (1.002, 0.997, 1.001, 1.0), (0.90, 1.10, 0.95, 1.08)
+    rows = []
+    for turn, ((b0, b1), e, x) in enumerate(zip(pairs, noise, scatter, strict=True)):
+        ref = np.sqrt(b0 * b1)
+        for r, copy, qps in ((base, 0, b0), (base, 1, b1), (one, 0, 1.10 * ref * e), (two, 0, x * ref)):
+            rows.append({**r.to_dict(), "rep": turn, "copy": copy, "qps": qps})
+    made = ReadaheadResult(study=res.study, frame=pd.DataFrame(rows), runs=[], root=tmp_path, name=STUDY.name,
+                           turns={"target": 2.0, "turns": 4, "stopped": "budget"})
+    c = STUDY.table("comparisons", made).set_index("config")
+    assert c.loc["1 MiB", "resolved"] and c.loc["1 MiB", "ratio"] == pytest.approx(1.10, rel=2e-3)
+    assert c.loc["1 MiB", "half_width"] < 2 and c.loc["1 MiB", "turns"] == 4
+    assert not c.loc["2 MiB", "resolved"] and c.loc["2 MiB", "status"].startswith("unresolved: budget (+-")
+    assert c.loc["A/A", "half_width"] < 2
+    text = STUDY.findings(made)
+    resolved, unresolved = text.split("unresolved, not to be read as differences: ")
+    assert "1 of 2 overwrite ops/s ratios to 0 resolved (1 MiB 1.100 [" in resolved and "2 MiB" in unresolved
+    assert "A/A control" in unresolved
+    fig = STUDY.figure("readahead_throughput_ratio", made, save=False)
+    faces = _marker_faces(fig)
+    assert len(faces) == 2 and faces[0] != "white" and faces[1] == "white"   # 1 MiB filled, 2 MiB hollow
+    plt.close(fig)
 
 
 def test_the_study_is_in_the_registry_and_its_outputs_are_written(tiny_study, tmp_path):

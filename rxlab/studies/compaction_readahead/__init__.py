@@ -9,10 +9,16 @@ size (iostat's rareq-sz) per setting. Its point: the best setting depends on
 the device's max_sectors_kb (128 KiB for its RAID device, 1280 KiB for the
 SSDs beneath).
 
-params.py (Params, scale presets, the device and memory cgroup here),
-overwrite.py and child.py (a setting's overwrite step in a memory-limited
-child process), columns.py (the derived columns; the page-cache hit ratio
-defined once), study.py (plan, one run, the tidy frame), tables.py,
+Here the settings run in turns (rxlab.core.turns_plan): every setting's
+overwrite throughput over the base's (the first setting, 0 by default) with
+a 95% interval, the base run twice a turn as the A/A control, until resolved
+or the budget is spent.
+
+params.py (Params, COMPARE, scale presets, the device and memory cgroup
+here), overwrite.py and child.py (a run's overwrite step in a
+memory-limited child process), columns.py (the derived columns; the
+page-cache hit ratio defined once), study.py (one turn's plan, one run, the
+tidy frame), tables.py (the comparisons, the runs turn by turn, ...),
 figures.py (a table and a drawing per figure), findings.py.
 """
 from rxlab.studies.compaction_readahead.result import ReadaheadResult

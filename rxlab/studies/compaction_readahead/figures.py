@@ -1,10 +1,16 @@
-"""The readahead study's figures (the seed's three overwrite graphs, the hit ratio), each from one table.
+"""The readahead study's figures (the seed's three overwrite graphs, the hit ratio, the throughput ratios
+measured in turns), each from one table.
 
-Every table has a row per value drawn: `kind` `median` (a bar: the median
-over repetitions, as in tables.summary) or `rep` (one repetition: a
-circle), the setting (label and KiB, in the order drawn), and `seed`, the
-seed's verdict on that setting for the figure's metric ("seed: best",
-"seed: worst" or empty), written under its tick.
+readahead_throughput_ratio is the comparison: each setting's overwrite
+throughput over the base's with its 95% interval over the turns (hollow and
+dashed where not resolved to the target), the base's A/A interval as the grey
+band behind each. The bar figures show values per setting, not differences:
+every table has a row per value drawn, `kind` `median` (a bar: the median
+over every run of the turns, as in tables.summary) or `rep` (one run: a
+circle; `rep` its turn, `copy` 1 the base's A/A second run), the setting
+(label and KiB, in the order drawn), and `seed`, the seed's verdict on that
+setting for the figure's metric ("seed: best", "seed: worst" or empty),
+written under its tick.
 """
 from __future__ import annotations
 
@@ -16,13 +22,15 @@ from matplotlib.ticker import FuncFormatter
 
 from rxlab.core import figures as style
 from rxlab.core import published
+from rxlab.core.plots import ratio_plot
+from rxlab.core.resolution import AA
 from rxlab.core.study import FigureSpec
 from rxlab.studies.compaction_readahead.columns import READ_MBPS
-from rxlab.studies.compaction_readahead.params import KIB, MIB, size_label
+from rxlab.studies.compaction_readahead.params import COMPARE, KIB, MIB, size_label
 from rxlab.studies.compaction_readahead.result import ReadaheadResult
-from rxlab.studies.compaction_readahead.tables import summary
+from rxlab.studies.compaction_readahead.tables import comparison_table, summary
 
-BAR_COLUMNS = ["setting", "readahead_kb", "kind", "rep", "value", "seed", "backend"]
+BAR_COLUMNS = ["setting", "readahead_kb", "kind", "rep", "copy", "value", "seed", "backend"]
 # the read MiB/s figure's series: column, legend label, colour
 READ_SERIES = ((READ_MBPS, "device (diskstats)", style.backend_color("posix")),
                ("own_rmbps", "this process (/proc/self/io)", "#e69f00"),
@@ -55,16 +63,31 @@ def _per_setting(result: ReadaheadResult, col: str, metric: str | None) -> pd.Da
         setting = r["setting"]
         base = {"setting": setting, "readahead_kb": r["readahead_kb"], "seed": marks.get(setting, ""),
                 "backend": backend}
-        rows.append({**base, "kind": "median", "rep": None, "value": r[col]})
+        rows.append({**base, "kind": "median", "rep": None, "copy": None, "value": r[col]})
         reps = f[f["setting"] == setting]
-        rows += [{**base, "kind": "rep", "rep": int(rep), "value": float(v)}
-                 for rep, v in zip(reps["rep"], pd.to_numeric(reps[col], errors="coerce"), strict=True)]
+        rows += [{**base, "kind": "rep", "rep": int(rep), "copy": int(copy), "value": float(v)}
+                 for rep, copy, v in zip(reps["rep"], reps["copy"], pd.to_numeric(reps[col], errors="coerce"),
+                                         strict=True)]
     return pd.DataFrame(rows, columns=BAR_COLUMNS)
 
 
 def throughput_data(result: ReadaheadResult) -> pd.DataFrame:
     """overwrite QPS per setting."""
     return _per_setting(result, "qps", "throughput")
+
+
+def throughput_ratio_data(result: ReadaheadResult) -> pd.DataFrame:
+    """The comparisons (tables.comparison_table) drawn per contender: its ratio row, then the base's A/A
+    row again under the contender's setting (the band behind it), with the seed's verdict."""
+    c = comparison_table(result)
+    marks = seed_marks("throughput")
+    aa = c[c["config"] == AA]
+    rows = []
+    for _, r in c[c["config"] != AA].iterrows():
+        tick = {"setting": r["config"], "seed": marks.get(r["config"], "")}
+        rows.append({**r.to_dict(), **tick})
+        rows += [{**a.to_dict(), **tick} for _, a in aa.iterrows()]
+    return pd.DataFrame(rows, columns=["setting", "seed", *c.columns])
 
 
 def read_mbps_data(result: ReadaheadResult) -> pd.DataFrame:
@@ -127,9 +150,23 @@ def _bars(t: pd.DataFrame, ylabel: str, *, ref_lines=()):
 
 
 def draw_throughput(t: pd.DataFrame):
-    """overwrite QPS per setting (bars: medians, circles: repetitions), the seed's best and worst marked."""
+    """overwrite QPS per setting (bars: medians, circles: runs), the seed's best and worst marked. The
+    differences are readahead_throughput_ratio's, with their intervals."""
     fig, ax = _bars(t, "overwrite operations per second")
-    ax.set_title("throughput of overwrite (compaction-bound)")
+    ax.set_title("throughput of overwrite (compaction-bound)\nvalues; differences: the ratio figure")
+    return fig
+
+
+def draw_throughput_ratio(t: pd.DataFrame):
+    """Each setting's overwrite throughput over the base's (95% interval over turns; hollow and dashed:
+    not resolved to the target), the base's A/A interval as the grey band behind each; the seed's verdict
+    under the tick."""
+    t = t.assign(setting=[f"{s}\n({m})" if isinstance(m, str) and m else str(s)
+                          for s, m in zip(t["setting"], t["seed"], strict=True)])
+    base = ", ".join(dict.fromkeys(t["base"].astype(str))) or "the base"
+    t = t.assign(series=f"ratio to {base} (95% interval)")     # one marker per setting: the legend names it
+    fig = ratio_plot(t, "setting", hue="series", ylabel=f"{COMPARE.label} ratio to {base}")
+    fig.axes[0].set_xlabel("compaction_readahead_size")
     return fig
 
 
@@ -188,6 +225,7 @@ def draw_hit_ratio(t: pd.DataFrame):
 
 
 FIGURES = {
+    "readahead_throughput_ratio": FigureSpec(throughput_ratio_data, draw_throughput_ratio),
     "readahead_throughput": FigureSpec(throughput_data, draw_throughput),
     "readahead_read_mbps": FigureSpec(read_mbps_data, draw_read_mbps),
     "readahead_reqsz": FigureSpec(reqsz_data, draw_reqsz),

@@ -1,12 +1,15 @@
 """What a readahead study measured against the seed, in Markdown bullets with its numbers."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from rxlab.core.resolution import AA
+from rxlab.core.study import manifest
 from rxlab.studies.compaction_readahead.columns import READ_MBPS
-from rxlab.studies.compaction_readahead.params import MIB
+from rxlab.studies.compaction_readahead.params import COMPARE, MIB
 from rxlab.studies.compaction_readahead.result import ReadaheadResult
-from rxlab.studies.compaction_readahead.tables import findings_table, summary
+from rxlab.studies.compaction_readahead.tables import comparison_table, findings_table, summary
 
 
 def findings(result: ReadaheadResult) -> str:
@@ -24,12 +27,14 @@ def findings(result: ReadaheadResult) -> str:
                         "no setting run here exceeds it, so the seed's condition (readahead larger than "
                         "max_sectors_kb) is not tested on this device."))
     qps = s.set_index("setting")["qps"]
-    lines.append("- overwrite throughput: " + ", ".join(f"{k} {v:,.0f}/s" for k, v in qps.items())
-                 + f"; best here {ft.loc['throughput', 'best here']}, "
-                   f"worst {ft.loc['throughput', 'worst here']} "
+    lines.append("- overwrite throughput (medians): " + ", ".join(f"{k} {v:,.0f}/s" for k, v in qps.items())
+                 + f"; highest median here {ft.loc['throughput', 'best here']}, "
+                   f"lowest {ft.loc['throughput', 'worst here']} "
                    f"(seed: best {ft.loc['throughput', 'best in seed']}, worst "
-                   f"{ft.loc['throughput', 'worst in seed']}); the gap is "
-                   f"{ft.loc['throughput', 'best/worst gap %']:.0f}% of the best.")
+                   f"{ft.loc['throughput', 'worst in seed']}), "
+                   f"{ft.loc['throughput', 'best/worst gap %']:.0f}% apart: a ranking only where the ratios "
+                   "below are resolved.")
+    lines += _resolution(result)
     rs = s.set_index("setting")
     lines.append("- Device reads: " + ", ".join(
         f"{k} {r[READ_MBPS]:.1f} MiB/s in {r['reqsz']:.0f} KiB requests" for k, r in rs.iterrows())
@@ -54,3 +59,29 @@ def findings(result: ReadaheadResult) -> str:
                      "issued: "
                      "other processes' IO is in the device-wide columns (rmbps, reqsz, iops).")
     return "\n".join(lines)
+
+
+def _resolution(result: ReadaheadResult) -> list[str]:
+    """What the turns resolved: the throughput ratios to the base resolved to the target and those not
+    (with why, not to be read as differences), the A/A control's interval beside."""
+    c = comparison_table(result)
+    cmp, aa = c[c["config"] != AA], c[c["config"] == AA]
+    if cmp.empty:
+        return []
+    turns = dict(result.turns or (manifest(result.root, result.study) or {}).get("turns") or {})
+    ok, bad = cmp[cmp["resolved"].astype(bool)], cmp[~cmp["resolved"].astype(bool)]
+    target = f", target +-{turns['target']:g}%" if turns.get("target") else ""
+    n = int(cmp["turns"].max())
+    text = (f"- In turns ({n} turn{'s' if n != 1 else ''}{target}): "
+            f"{len(ok)} of {len(cmp)} {COMPARE.label} ratios to {cmp['base'].iloc[0]} resolved")
+    if len(ok):
+        text += " (" + "; ".join(f"{r.config} {r.ratio:.3f} [{r.lo:.3f}..{r.hi:.3f}] +-{r.half_width:.1f}%"
+                                 for r in ok.itertuples()) + ")"
+    if len(bad):
+        text += "; unresolved, not to be read as differences: " + "; ".join(
+            f"{r.config} {r.ratio:.3f}" + (f" +-{r.half_width:.1f}%" if np.isfinite(r.half_width) else "")
+            + f" ({r.status.removeprefix('unresolved: ')})" for r in bad.itertuples())
+    if aa["half_width"].notna().any():
+        a = aa.iloc[0]
+        text += f"; A/A control {a['ratio']:.3f} +-{a['half_width']:.1f}%"
+    return [text + "."]

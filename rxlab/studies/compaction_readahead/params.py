@@ -11,7 +11,9 @@ import pandas as pd
 from rxlab.core import params as checks
 from rxlab.core import published, scales, study, sysinfo
 from rxlab.core.cgroup import CgroupSupport, cgroup_support
+from rxlab.core.resolution import StoppingRule
 from rxlab.core.study import StudySettings
+from rxlab.core.turns_plan import Compare, TurnsParams
 from rxlab.core.units import parse_size
 
 SEED_FILE = "blog-2024-01-08-rocksdb-compaction-readahead.txt"
@@ -21,6 +23,11 @@ KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 SEED_SETTINGS = (0, 512 * KIB, 1 * MIB, 2 * MIB)   # the seed's compaction_readahead_size values
 MAX_READAHEAD = 64 * MIB
 DROP_CACHES = ("system", "db", "none")
+
+# What the study compares, in turns (rxlab.core.turns_plan): each setting's overwrite throughput (the seed's
+# headline graph) against the first setting given, the seed's base: 0, the default before RocksDB 8.7. Read
+# MB/s and request sizes stay per-turn values beside it (tables.per_turn), not comparisons.
+COMPARE = Compare(config="setting", metric="qps", turn="rep", label="overwrite ops/s")
 
 
 @dataclass(frozen=True)
@@ -40,10 +47,15 @@ SCALES = scales.presets(
     smoke={"num": 60_000, "memory_limit": 192 * MIB, "write_buffer_size": 4 * MIB,
            "target_file_size_base": 4 * MIB, "max_bytes_for_level_base": 16 * MIB},
     # minutes: about 1 GiB of data, 256 MiB for the child (its own memory, about 100 MiB, included), so the
-    # levels that compaction reads do not fit in what is left for the page cache
-    small={"num": 2_500_000, "duration": 20.0, "repeats": 2, "memory_limit": 256 * MIB,
+    # levels that compaction reads do not fit in what is left for the page cache. The whole study took 256 s
+    # on the lab VM before turns (a 20 s load, then 2 x 4 runs of a 20 s step and 9 s around each, copying
+    # the 1 GiB DB among them, which overwrite.copy_db now links): the turns get 225 s of it, and an 8 s
+    # step (at about 90k writes/s the four 32 MiB memtables that trigger the first compaction fill in some
+    # 4 s; compaction reads in the rest), so that three turns of five runs (the base twice) fit and give an
+    # interval. Longer steps, more turns: duration=20, budget="10m".
+    small={"num": 2_500_000, "duration": 8.0, "repeats": 2, "memory_limit": 256 * MIB,
            "write_buffer_size": 32 * MIB, "target_file_size_base": 32 * MIB,
-           "max_bytes_for_level_base": 128 * MIB},
+           "max_bytes_for_level_base": 128 * MIB, "budget_s": 225.0},
     # the largest the disk holds: a quarter of the free space, 4..16 GiB, a 1 GiB limit
     full={"duration": 120.0, "memory_limit": 1 * GIB, "write_buffer_size": 64 * MIB,
           "target_file_size_base": 64 * MIB, "max_bytes_for_level_base": 256 * MIB},
@@ -107,7 +119,12 @@ class Settings(StudySettings):
     device: sysinfo.DeviceInfo
     read_ahead_kb: int | None
     drop_caches: str
+    turns: str = ""     # the stopping rule, in words
     notes: list = field(default_factory=list)
+
+    def rows(self) -> list[tuple[str, object]]:
+        """The common rows but `repeats`: turns decide how many (the `turns` row)."""
+        return [r for r in super().rows() if r[0] != "repeats"]
 
     def own_rows(self) -> list[tuple[str, str]]:
         lim = _size(self.memory_limit) if self.memory_limit else "none"
@@ -117,10 +134,10 @@ class Settings(StudySettings):
                 ("memory cgroup", self.cgroup.reason),
                 ("write buffer / target file / L1", f"{_size(self.write_buffer_size)} / "
                  f"{_size(self.target_file_size_base)} / {_size(self.max_bytes_for_level_base)}"),
-                ("cache eviction between settings", self.drop_caches),
+                ("cache eviction before each run", self.drop_caches),
                 ("device", f"{self.device.disk} ({self.device.model})"),
                 ("max_sectors_kb", str(self.device.max_sectors_kb)),
-                ("read_ahead_kb", str(self.read_ahead_kb))]
+                ("read_ahead_kb", str(self.read_ahead_kb)), ("turns", self.turns)]
         return rows + [("note", n) for n in self.notes]
 
     def device_table(self) -> pd.DataFrame:
@@ -133,19 +150,24 @@ class Settings(StudySettings):
 
 
 @dataclass
-class Params(study.StudyParams):
+class Params(TurnsParams):
     """The study's parameters (the notebook's papermill parameters).
 
+    The study runs in turns (rxlab.core.turns_plan): target (percent), budget,
+    min_turns and max_turns set the stopping rule; `repeats`, when given, runs
+    exactly that many turns instead.
+
     compaction_readahead_size: the values to run (bytes or sizes such as
-    '512k'; the seed's 0, 512k, 1m, 2m). scale: smoke | small | full.
+    '512k'; the seed's 0, 512k, 1m, 2m), the first the base every other is
+    compared with. scale: smoke | small | full.
     memory_limit: bytes (or '512m') of the memory cgroup the overwrite step
     runs in, its own memory included; None takes the scale's; 0 runs without
     a limit (buffered reads then mostly hit the page cache). backend: an rxlab
     engine (its counters give the bytes RocksDB read). threads: overwrite's
-    writer threads. duration, repeats: None takes the scale's. db_size: bytes
+    writer threads. duration: None takes the scale's. db_size: bytes
     of key-value data instead of the scale's key count. drop_caches: system
     (echo 1 > /proc/sys/vm/drop_caches), db (fadvise DONTNEED on the DB's
-    files only) or none, before each setting.
+    files only) or none, before each run.
     """
 
     compaction_readahead_size: list = field(default_factory=lambda: list(SEED_SETTINGS))
@@ -185,12 +207,19 @@ class Params(study.StudyParams):
                         "counters give the bytes RocksDB read, the hit ratio's denominator")
         checks.integer("threads", self.threads, 1, 64, note=" (overwrite's writer threads)")
         checks.optional_seconds("duration", self.duration)
-        checks.optional_integer("repeats", self.repeats, 1, 20)
+        checks.optional_integer("repeats", self.repeats, 1, 100)
         checks.integer("value_size", self.value_size, 1, 1 << 20, note=" (bytes)")
         checks.db_size(self.db_size)
         self.db_dir = checks.db_dir(self.db_dir, need_direct_io=False)
         checks.choice("drop_caches", self.drop_caches, DROP_CACHES)
         self.settings()  # the disk must hold the scale and the DB must sit on a block device
+
+    def rule(self) -> StoppingRule:
+        """TurnsParams' rule, or exactly `repeats` turns when repeats is given."""
+        r = super().rule()
+        if self.repeats is None:
+            return r
+        return StoppingRule(target=r.target, budget_s=None, min_turns=self.repeats, max_turns=self.repeats)
 
     def settings(self) -> Settings:
         """The scale resolved here: sizes, the memory limit and cgroup, the device; checks the disk."""
@@ -224,4 +253,4 @@ class Params(study.StudyParams):
                         target_file_size_base=sc.target_file_size_base,
                         max_bytes_for_level_base=sc.max_bytes_for_level_base, work_dir=str(work),
                         free_bytes=int(free), device=dev, read_ahead_kb=read_ahead_kb(dev.disk),
-                        drop_caches=drop, notes=notes)
+                        drop_caches=drop, turns=self.rule().describe(), notes=notes)
