@@ -20,7 +20,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -73,6 +73,10 @@ class TurnsParams(StudyParams):
     95% interval must reach; budget: the time the turns may take ("10m", seconds; None: the scale's,
     TURN_BUDGETS); min_turns: before the rule may stop; max_turns: None or a cap."""
 
+    # The study's own scale presets (rxlab.core.scales.presets), when its budget_s differs from the common
+    # one: a study sets `SCALES = SCALES` in its Params class body (no annotation: not a parameter).
+    SCALES: ClassVar[Mapping | None] = None
+
     target: float = DEFAULT_TARGET_PCT
     budget: Any = None
     min_turns: int = MIN_TURNS
@@ -89,10 +93,17 @@ class TurnsParams(StudyParams):
         self.min_turns = checks.integer("min_turns", self.min_turns, 1, 1000)
         checks.optional_integer("max_turns", self.max_turns, 1, 1000, none="None (no cap)")
 
+    def scale_budget(self) -> float | None:
+        """The turns' budget when `budget` is None: the study's preset for its scale, else the common one."""
+        presets = type(self).SCALES
+        if presets and self.scale in presets:
+            return float(presets[self.scale].budget_s)
+        return TURN_BUDGETS.get(self.scale)
+
     def rule(self) -> StoppingRule:
         budget = parse_budget(self.budget)
         return StoppingRule(target=float(self.target),
-                            budget_s=budget if budget is not None else TURN_BUDGETS.get(self.scale),
+                            budget_s=budget if budget is not None else self.scale_budget(),
                             min_turns=self.min_turns, max_turns=self.max_turns)
 
 

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rxlab.core import store
+from rxlab.core import scales, store
 from rxlab.core.study import Study, StudyResult, manifest, match_runs
-from rxlab.core.turns_plan import Compare, TurnsParams, result_comparisons, turn_rows
+from rxlab.core.turns_plan import TURN_BUDGETS, Compare, TurnsParams, result_comparisons, turn_rows
 
 TRUTH = {"base": 100.0, "fast": 120.0, "noisy": 90.0}
 NOISE = {"base": 0.002, "fast": 0.002, "noisy": 0.02}
@@ -106,3 +106,15 @@ def test_bad_turn_parameters_are_one_line(kw, line):
     with pytest.raises(ValueError, match=re.escape(line)) as e:
         STUDY.params(**kw)
     assert "\n" not in str(e.value)
+
+
+def test_a_studys_own_preset_sets_its_budget_unless_given():
+    """A study whose small preset has its own budget_s stops its turns there; `budget` overrides it; a
+    study without presets of its own takes the common one."""
+    class Own(TurnsParams):
+        SCALES = scales.presets(scales.Scale, small={"budget_s": 123.0})
+
+    assert Own(scale="small").rule().budget_s == 123.0
+    assert Own(scale="small", budget="2m").rule().budget_s == 120.0
+    assert Own(scale="smoke").rule().budget_s == TURN_BUDGETS["smoke"]
+    assert TurnsParams(scale="small").rule().budget_s == TURN_BUDGETS["small"] != 123.0
