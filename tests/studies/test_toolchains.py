@@ -1,5 +1,6 @@
-"""rxlab.studies.toolchains: parameters, the plan, a child run on the default build, the statistics, the post,
-and one real smoke study through the protocol (runs, frame, load, tables, figures redrawn from their tables).
+"""rxlab.studies.toolchains: parameters, the turns, a child run on the default build, the comparisons, the
+post, and one real smoke study through the protocol (the A/A pair of the one build there is: runs, frame,
+load, tables, figures redrawn from their tables).
 
 Every test but the last runs on the default build. The last (marked slow)
 compiles rxlab's module against one extra build and runs the study on both:
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,11 +23,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers_studies import refusal, registered_outputs, saved_figures
+from matplotlib.collections import PolyCollection
+from matplotlib.colors import same_color
 
 from rxlab.bench import driver
 from rxlab.core import builds, store
 from rxlab.core.study import manifest
-from rxlab.studies.toolchains import STUDY, child, figures, findings, relative, tables
+from rxlab.core.turns_plan import turn_rows
+from rxlab.studies.toolchains import STUDY, child, figures, findings, tables
 from rxlab.studies.toolchains.params import TESTS, Params
 from rxlab.studies.toolchains.result import ToolchainsResult
 from rxlab.studies.toolchains.study import spec_for
@@ -65,10 +70,12 @@ def two_fake_builds(tmp_path, monkeypatch):
     ({"tests": ["readrandom"]},
      "tests=['readrandom']: expected a non-empty list of distinct tests from fillseq"),
     ({"repeats": 0}, "repeats=0: expected None or an integer 1..100"),
+    ({"target": 0}, "target=0: expected a half-width in percent"),
     ({"duration": -1}, "duration=-1: expected None or seconds 0.1..3600"),
     ({"threads": 0}, "threads=0: expected an integer 1..64"),
     ({"write_rate_limit": "1"}, "write_rate_limit='1': expected a size of at least 1024 bytes"),
-    ({"colour": "red"}, "unknown parameter 'colour': allowed are scale, builds, base"),
+    ({"colour": "red"},
+     "unknown parameter 'colour': allowed are scale, target, budget, min_turns, max_turns, builds, base"),
 ])
 def test_bad_parameters_fail_in_one_line(kw, message):
     assert message in refusal(STUDY, **kw)
@@ -80,20 +87,33 @@ def test_the_defaults_run_the_installed_build_against_itself():
     assert STUDY.params(scale="smoke", builds=["default"], base="default").builds == [DEFAULT]
     s = p.settings()
     assert s.cache_size >= 2 * s.db_bytes      # the DB is cached by RocksDB
-    assert s.repeats >= 2                      # a spread even at smoke scale
     assert isinstance(p, Params) and Params.__dataclass_fields__["scale"].default == "small"
+    # in turns: the scale's budget (smoke: 5 s, CI time does not grow), or exactly `repeats` turns
+    assert p.rule().budget_s == 5.0 and p.rule().min_turns == 3
+    exact = STUDY.params(scale="smoke", repeats=3).rule()
+    assert (exact.min_turns, exact.max_turns, exact.budget_s) == (3, 3, None)
+    assert "turns" in dict(s.rows()) and "5 s budget" in dict(s.rows())["turns"]
 
 
-def test_the_plan_rotates_the_build_order_each_repetition(two_fake_builds):
+def test_each_turn_runs_every_build_once_and_the_base_twice(two_fake_builds):
     a, b, c = two_fake_builds
-    p = STUDY.params(scale="small", builds=[b, c], base=a, repeats=3)
-    assert p.builds == [a, b, c]               # the base joins the set
-    order = STUDY.plan(p)
-    assert list(order["build"]) == [a, b, c, b, c, a, c, a, b]
-    assert list(order["toolchain"]) == ["gcc", "clang", "clang+LTO", "clang", "clang+LTO", "gcc", "clang+LTO",
-                                        "gcc", "clang"]
-    assert list(order["rep"]) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
-    assert set(order["module"]) == {"to compile"}
+    p = STUDY.params(scale="small", builds=[c, b, a], base=a)
+    assert p.builds == [a, c, b]               # the base first: the protocol's base is the plan's first
+    assert STUDY.params(scale="small", builds=[b, c], base=a).builds == [a, b, c]   # the base joins the set
+    units = STUDY.plan(STUDY.params(scale="small", builds=[b, c], base=a))
+    assert list(units["build"]) == [a, b, c] and "rep" not in units.columns    # one turn's rows
+    assert list(units["toolchain"]) == ["gcc", "clang", "clang+LTO"]
+    assert set(units["module"]) == {"to compile"}
+    turns = [turn_rows(units, STUDY.compare, t) for t in range(4)]
+    assert [list(zip(t["build"], t["copy"], strict=True)) for t in turns] == [
+        [(a, 0), (b, 0), (c, 0), (a, 1)],          # the A/A pair of the base around the others
+        [(a, 1), (c, 0), (b, 0), (a, 0)],          # reversed every other turn (ABBA)
+        [(b, 0), (c, 0), (a, 1), (a, 0)],          # rotated every two turns
+        [(a, 0), (a, 1), (c, 0), (b, 0)]]
+    assert [set(t["rep"]) for t in turns] == [{0}, {1}, {2}, {3}]
+    # a build resolved in every comparison drops out; the base and its A/A copy always run
+    later = turn_rows(units, STUDY.compare, 4, active={(): [c]})
+    assert sorted(zip(later["build"], later["copy"], strict=True)) == sorted([(a, 0), (a, 1), (c, 0)])
 
 
 def test_the_spec_runs_the_posts_steps_on_a_cached_db():
@@ -150,6 +170,7 @@ def test_the_matrix_runs_when_every_build_is_there(tmp_path, monkeypatch):
         fake_build(tmp_path / "cache", k)
     p = STUDY.params(scale="small", base="9.10.0-gcc12")
     assert sorted(p.builds) == sorted(keys) and p.builds[0] == "9.10.0-gcc12"
+    assert p.rule().budget_s == 600.0          # small: the common 10 minutes of turns
     # a build with extra flags is no part of the matrix
     fake_build(tmp_path / "cache", "9.10.0-gcc12-f0123abcd")
     assert sorted(STUDY.params(scale="small", base="9.10.0-gcc12").builds) == sorted(keys)
@@ -198,84 +219,116 @@ def test_the_matrix_commands_cover_versions_and_toolchains():
     assert r.returncode == 0 and r.stdout.splitlines() == cmds
 
 
-# ------------------------------------------------------------------ the statistics
+# ------------------------------------------------------------------ the comparisons
 
-def frame(values: dict) -> pd.DataFrame:
-    rows = [{"build": b, "test": t, "qps": q, "toolchain": tc, "version": "9.10.0"}
-            for (b, tc, t), qs in values.items() for q in qs]
+BASE = "9.10.0-gcc12"
+SID = "20260101T000000abcd"
+
+
+def turns_frame(speeds: dict, turns: int = 4, tests=("fillseq", "readww", "overwrite"), seed: int = 1,
+                base: str = BASE) -> pd.DataFrame:
+    """A study's frame as the turns make it: per turn every build once and the base twice (copy 1), each
+    run's QPS its build's speed times the turn's drift (shared by every build in the turn) times noise.
+    `speeds`: {build: (toolchain, version, speed, noise sd of log QPS)}."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for turn in range(turns):
+        drift = rng.uniform(0.6, 1.4)
+        for b, (tc, v, speed, sd) in speeds.items():
+            for copy in (0, 1) if b == base else (0,):
+                rows += [{"study": SID, "rep": turn, "copy": copy, "build": b, "toolchain": tc, "version": v,
+                          "base": base, "test": t, "rocksdb_build": b, "spec.scale": "small",
+                          "qps": 1000.0 * drift * speed * np.exp(rng.normal(0, sd))} for t in tests]
     return pd.DataFrame(rows)
 
 
-def test_relative_qps_and_its_interval():
-    df = frame({("g", "gcc", "fillseq"): [100.0, 102.0, 98.0, 100.0],
-                ("c", "clang", "fillseq"): [110.0, 111.0, 109.0, 110.0],
-                ("c1", "clang", "fillseq"): [130.0]})
-    rel = relative.relative_qps(df, "g").set_index("build")
-    assert rel.loc["g", "rel"] == 1.0 and rel.loc["g", "lo"] < 1 < rel.loc["g", "hi"]
-    assert rel.loc["c", "rel"] == pytest.approx(1.10)
-    assert 1.0 < rel.loc["c", "lo"] < 1.10 < rel.loc["c", "hi"] < 1.2   # significant, and not absurdly wide
-    assert rel.loc["c", "pct"] == pytest.approx(10.0)
-    # the base against itself: its own spread counted twice, symmetric around 1
-    assert rel.loc["g", "hi"] - 1 == pytest.approx(1 - rel.loc["g", "lo"])
-    # one repetition: the ratio of means, no interval
-    assert rel.loc["c1", "n"] == 1 and np.isnan(rel.loc["c1", "lo"])
-    # wider spread, wider interval
-    noisy = frame({("g", "gcc", "fillseq"): [80.0, 120.0, 90.0, 110.0],
-                   ("c", "clang", "fillseq"): [100.0, 120.0, 110.0, 110.0]})
-    nrel = relative.relative_qps(noisy, "g").set_index("build")
-    assert nrel.loc["c", "hi"] - nrel.loc["c", "lo"] > rel.loc["c", "hi"] - rel.loc["c", "lo"]
+def result_of(frame: pd.DataFrame, tmp_path: Path, stopped: str = "budget") -> ToolchainsResult:
+    turns = {"target": 2.0, "min_turns": 3, "stopped": stopped, "turns": int(frame["rep"].max()) + 1}
+    return ToolchainsResult(study=SID, frame=frame, runs=[], root=tmp_path, name="toolchains", turns=turns)
 
 
-def test_paired_repetitions_cancel_the_drift_they_share():
-    # both builds drift together over the repetitions; clang is 10% faster in each one
-    drift = [100.0, 130.0, 80.0, 110.0]
-    rows = [{"build": b, "test": "fillseq", "rep": i, "qps": q * f, "toolchain": tc, "version": "9.10.0"}
-            for b, tc, f in (("g", "gcc", 1.0), ("c", "clang", 1.1)) for i, q in enumerate(drift)]
-    df = pd.DataFrame(rows)
-    paired = relative.relative_qps(df, "g").set_index("build")
-    unpaired = relative.relative_qps(df, "g", paired=False).set_index("build")
-    assert paired.loc["c", "method"] == "paired" and unpaired.loc["c", "method"] == "unpaired"
-    assert paired.loc["c", "rel"] == pytest.approx(1.1)
-    assert paired.loc["c", "hi"] - paired.loc["c", "lo"] < 1e-9        # the drift is gone
-    assert unpaired.loc["c", "lo"] < 1.0 < unpaired.loc["c", "hi"]    # unpaired, it hides the 10%
-    assert paired.loc["g", "method"] == "unpaired"                     # the base row is the noise floor
+def marker(fig, label: str):
+    return [ln for ax in fig.axes for ln in ax.lines if ln.get_label() == label]
+
+
+def test_every_build_is_a_ratio_to_the_base_paired_within_turns_and_the_unresolved_say_so(tmp_path):
+    # clang is 10% faster in every turn; the turns' drift (0.6x to 1.4x) hits every build alike; clang+LTO
+    # is noisy (10% per run): four turns cannot resolve it to +-2%
+    f = turns_frame({BASE: ("gcc", "9.10.0", 1.0, 0.002), "9.10.0-clang16": ("clang", "9.10.0", 1.1, 0.002),
+                     "9.10.0-clang16-lto": ("clang+LTO", "9.10.0", 1.2, 0.10)})
+    res = result_of(f, tmp_path)
+    c = STUDY.table("comparisons", res)
+    assert {"ratio", "lo", "hi", "half_width", "resolved", "turns", "status"} <= set(c.columns)
+    assert set(c["base"]) == {BASE} and list(c["test"].unique()) == ["fillseq", "readww", "overwrite"]
+    assert list(c.loc[c["test"] == "fillseq", "config"]) == ["9.10.0-clang16", "9.10.0-clang16-lto", "A/A"]
+    clang = c[c["config"] == "9.10.0-clang16"]
+    assert np.allclose(clang["ratio"], 1.1, rtol=0.01) and clang["resolved"].all()
+    assert (clang["turns"] == 4).all()
+    assert ((clang["lo"] > 1.05) & (clang["hi"] < 1.15)).all() and (clang["toolchain"] == "clang").all()
+    lto = c[c["config"] == "9.10.0-clang16-lto"]
+    assert not lto["resolved"].any() and lto["status"].str.match(r"unresolved: budget \(\+-\d").all()
+    aa = c[c["config"] == "A/A"]
+    assert len(aa) == 3 and (aa["comparison"] == f"{BASE} A/A").all() and (aa["half_width"] < 2).all()
+    # the same ratios unpaired would carry the drift: their spread over turns is far wider than the paired
+    per_turn = f[f["build"] == "9.10.0-clang16"].groupby("rep")["qps"].mean()
+    assert per_turn.max() / per_turn.min() > 1.1
+    text = STUDY.findings(res)
+    assert f"- A/A control: the base build {BASE} against itself" in text
+    assert "9.10.0-clang16 (clang) vs 9.10.0-gcc12: 3 of 3 tests resolved (fillseq 1.1" in text
+    assert ("9.10.0-clang16-lto (clang+LTO) vs 9.10.0-gcc12: 0 of 3 tests resolved; unresolved, not to be "
+            "read as differences: fillseq ") in text
+    # the figure: resolved filled, unresolved hollow, in the study's toolchain colours; the A/A band per test
+    fig = STUDY.figure("toolchains_relative_qps", res, save=False)
+    ok, wide = marker(fig, "clang"), marker(fig, "clang+LTO")
+    assert len(ok) == len(wide) == 3                                          # a marker per test
+    assert all(same_color(m.get_markerfacecolor(), figures.TOOLCHAIN_COLORS["clang"]) for m in ok)
+    assert all(same_color(m.get_markerfacecolor(), "white") for m in wide)
+    assert all(same_color(m.get_markeredgecolor(), figures.TOOLCHAIN_COLORS["clang+LTO"]) for m in wide)
+    ax = fig.axes[0]
+    assert sum(isinstance(p, PolyCollection) for p in ax.collections) == 3   # the A/A band of each test
+    assert ax.get_title() == "RocksDB 9.10.0" and ax.get_ylabel() == f"QPS ratio to {BASE}"
+    assert "unresolved (hollow, dashed)" in [t.get_text() for t in fig.legends[0].get_texts()]
 
 
 def test_by_version_each_build_is_against_gcc_of_its_own_version(tmp_path):
     # 7.8.3 is half as fast as 9.10.0 whatever the compiler; clang is +10% in both versions
-    rows = [{"build": f"{v}-{tc}", "test": t, "rep": i, "qps": q * speed * f, "toolchain": tc, "version": v}
-            for v, speed in (("7.8.3", 0.5), ("9.10.0", 1.0))
-            for tc, f in (("gcc", 1.0), ("clang", 1.1), ("clang+LTO", 1.2))
-            for t in ("fillseq", "overwrite") for i, q in enumerate([100.0, 104.0, 97.0])]
-    df = pd.DataFrame([*rows, {"build": "9.11.2-clang", "test": "fillseq", "rep": 0, "qps": 1.0,
-                               "toolchain": "clang", "version": "9.11.2"}])  # no gcc build of 9.11.2
-    rv = relative.relative_by_version(df)
-    assert set(rv["version"]) == {"7.8.3", "9.10.0"}                    # nothing to compare 9.11.2 with
-    assert (rv["base"] == rv["version"] + "-gcc").all()
-    got = rv.set_index(["build", "test"])["rel"]
-    assert got[("7.8.3-clang", "fillseq")] == pytest.approx(1.1) and got[("9.10.0-clang+LTO", "overwrite")] \
-        == pytest.approx(1.2)
-    # against one base build instead, 7.8.3's clang would look 45% slower: the version, not the compiler
-    assert relative.relative_qps(df, "9.10.0-gcc").set_index(["build", "test"]).loc[
-        ("7.8.3-clang", "fillseq"), "rel"] == pytest.approx(0.55)
-    summ = relative.by_version_summary(rv)
-    assert list(summ["toolchain"]) == ["gcc", "clang", "clang+LTO"] * 2
+    kinds = (("gcc12", "gcc", 1.0), ("clang16", "clang", 1.1), ("clang16-lto", "clang+LTO", 1.2))
+    speeds = {f"{v}-{k}": (tc, v, speed * fac, 0.002) for v, speed in (("9.10.0", 1.0), ("7.8.3", 0.5))
+              for k, tc, fac in kinds}
+    speeds["9.11.2-clang16"] = ("clang", "9.11.2", 1.0, 0.002)        # no gcc build of 9.11.2
+    res = result_of(turns_frame(speeds), tmp_path, stopped="")
+    rv = STUDY.table("relative_by_version", res)
+    assert set(rv["version"]) == {"7.8.3", "9.10.0"}                   # nothing to compare 9.11.2 with
+    cmp = rv[rv["config"] != "A/A"]
+    assert (cmp["base"] == cmp["version"] + "-gcc12").all() and cmp["resolved"].all()
+    got = cmp.set_index(["config", "test"])["ratio"]
+    assert got[("7.8.3-clang16", "fillseq")] == pytest.approx(1.1, rel=0.01)
+    assert got[("9.10.0-clang16-lto", "overwrite")] == pytest.approx(1.2, rel=0.01)
+    # the study's A/A control beside every version
+    aa = rv[rv["config"] == "A/A"]
+    assert sorted(aa["version"].unique()) == ["7.8.3", "9.10.0"] and set(aa["base"]) == {BASE}
+    # against the one base build, 7.8.3's clang is 45% slower: the version, not the compiler
+    main = STUDY.table("comparisons", res).set_index(["config", "test"])["ratio"]
+    assert main[("7.8.3-clang16", "fillseq")] == pytest.approx(0.55, rel=0.01)
+    summ = STUDY.table("by_version", res)
+    assert list(summ["toolchain"]) == ["clang", "clang+LTO"] * 2
     lto = summ[(summ["version"] == "9.10.0") & (summ["toolchain"] == "clang+LTO")].iloc[0]
-    assert lto["mean_pct"] == pytest.approx(20.0) and lto["faster"] == 2 and lto["slower"] == 0
-    # the figure's table names every build and its base; drawn, it has a point per build and test
-    t = figures.relative_rows(rv)
-    here = t[t["kind"] == "here"]
-    assert set(here["build"]) == set(rv["build"]) and set(here["base"]) == {"7.8.3-gcc", "9.10.0-gcc"}
-    fig = figures.draw_relative(t)
-    assert fig.axes[0].get_title().startswith("QPS relative to gcc of the same version")
-    assert len(fig.axes[0].get_legend().get_texts()) == 6 + 6   # six builds, two toolchains x three servers
-    fig.savefig(tmp_path / "byversion.png")
-    assert (tmp_path / "byversion.png").stat().st_size > 0
-    assert "RocksDB 7.8.3, against 7.8.3-gcc: clang +10.0% (faster in 2, slower in 0 of 2" in \
-        findings.by_version(rv)
+    assert lto["mean_pct"] == pytest.approx(20.0, abs=0.5) and (lto["resolved"], lto["faster"]) == (3, 3)
+    assert re.search(r"- RocksDB 7\.8\.3, against 7\.8\.3-gcc12: clang \+(9\.9|10\.\d)% on average, 3 of 3 "
+                     r"tests resolved \(of those faster in 3, slower in 0\)", findings.by_version(rv))
+    # drawn: a panel per version, against its own gcc build, the study's A/A band in each
+    fig = STUDY.figure("toolchains_relative_by_version", res, save=False)
+    assert [ax.get_title() for ax in fig.axes] == ["RocksDB 7.8.3 (vs 7.8.3-gcc12)",
+                                                   "RocksDB 9.10.0 (vs 9.10.0-gcc12)"]
+    assert all(sum(isinstance(p, PolyCollection) for p in ax.collections) == 3 for ax in fig.axes)
+    assert fig.axes[0].get_ylabel() == "QPS ratio to gcc of the same version"
+    # against the one base, the post's crosses (clang/gcc in one version) stand by the base's version only
+    t = figures.relative_data(res)
+    assert set(t.loc[t["kind"] == "post", "panel"]) == {"RocksDB 9.10.0"}
+    assert set(t.loc[t["kind"] == "here", "panel"]) == {"RocksDB 7.8.3", "RocksDB 9.10.0", "RocksDB 9.11.2"}
 
 
-def test_the_posts_numbers_beside_ours():
+def test_the_posts_numbers_beside_ours(tmp_path):
     pub = tables.published_relative()
     one = pub[(pub["server"] == "pn53") & (pub["test"] == "fillseq")].set_index("toolchain")["rel"]
     assert one["clang"] == pytest.approx(1.11) and one["clang+LTO"] == pytest.approx(1.15)
@@ -284,13 +337,18 @@ def test_the_posts_numbers_beside_ours():
     arm = pub[(pub["server"] == "arm") & (pub["test"] == "overwrite")]
     assert set(arm["rel"]) == {1.0} and arm["similar"].all()                  # "similar"
     assert set(pub["test"]) == set(TESTS)
-    df = frame({("g", "gcc", t): [100.0, 101.0] for t in TESTS})
-    rel = relative.relative_qps(df, "g")
-    table = tables.side_by_side(rel, pub)
+    res = result_of(turns_frame({BASE: ("gcc", "9.10.0", 1.0, 0.002),
+                                 "9.10.0-clang16": ("clang", "9.10.0", 1.05, 0.002)}, tests=TESTS), tmp_path)
+    table = STUDY.table("post", res)
     assert list(table.index) == list(TESTS)
     assert table.loc["fillseq", "post clang/gcc pn53"] == pytest.approx(1.11)
-    text = findings.against_base(rel, "g", pub)
-    assert "Only one build (g) ran" in text and "~10% more QPS with clang+LTO than gcc" in text
+    assert table.loc["fillseq", f"9.10.0-clang16 / {BASE} ratio"] == pytest.approx(1.05, rel=0.01)
+    assert table.loc["fillseq", f"9.10.0-clang16 / {BASE} status"] == "resolved"
+    assert f"{BASE} A/A 95% CI" in table.columns
+    text = findings.against_base(res.comparisons, BASE, pub)
+    assert re.search(r"5 of 5 tests resolved \(fillseq 1\.0[45]\d \[1\.0\d\d\.\.1\.0\d\d\] \+-0\.\d%, "
+                     r"post \+11%/\+3%/\+20%", text)
+    assert "~10% more QPS with clang+LTO than gcc" in text
 
 
 # ------------------------------------------------------------------ a real smoke study
@@ -304,31 +362,43 @@ def study(tmp_path_factory):
 
 
 def test_every_run_is_a_child_on_its_build_stored_and_found_again(study):
+    """At smoke the one build there is runs as the A/A pair: one turn (the 5 s budget holds no second)."""
     p, res = study
-    assert len(res.runs) == len(STUDY.plan(p)) == 2 and all(store.is_complete(r) for r in res.runs)
+    assert len(STUDY.plan(p)) == 1 and res.turns["turns"] == 1 and res.turns["stopped"] == "budget"
+    assert len(res.runs) == 2 and all(store.is_complete(r) for r in res.runs)
+    names = sorted(store.catalog(res.root, runs=res.runs)["run_name"].unique())
+    assert [n.rsplit("-", 1)[-1] for n in names] == ["r0", "r0a"]     # the base's A/A copy: r<turn>a
     f = res.frame
     assert len(f) == 2 * 3 and set(f["test"]) == {"fillseq", "readww", "overwrite"}
     assert set(f["build"]) == set(f["rocksdb_build"]) == {DEFAULT} and res.builds == [DEFAULT]
-    assert set(f["toolchain"]) == {"gcc"} and set(f["base"]) == {DEFAULT} and sorted(set(f["rep"])) == [0, 1]
+    assert set(f["toolchain"]) == {"gcc"} and set(f["base"]) == {DEFAULT}
+    assert set(f["rep"]) == {0} and sorted(set(f["copy"])) == [0, 1]
     assert (f["qps"] > 0).all() and res.base == DEFAULT
     m = manifest(res.root, res.study)
     assert m["status"] == "complete" and m["study"] == "toolchains" and m["params"]["builds"] == [DEFAULT]
+    assert m["turns"]["turns"] == 1 and m["turns"]["budget_s"] == 5.0
     again = STUDY.load(res.root)
     assert again is not None and again.study == res.study and again.base == DEFAULT
-    assert again.relative[["build", "test", "rel"]].equals(res.relative[["build", "test", "rel"]])
+    cols = ["test", "config", "ratio", "status"]
+    assert again.comparisons[cols].equals(res.comparisons[cols])
     assert not list(Path(p.db_dir).iterdir())             # the DBs are gone, the runs stay
 
 
 def test_tables_and_findings_of_the_base_build_alone(study):
     _, res = study
-    rel = STUDY.table("relative", res)
-    assert set(rel["test"]) == {"fillseq", "readww", "overwrite"} and (rel["rel"] == 1.0).all()
-    assert (rel["n"] == 2).all() and (rel["lo"] < 1).all()          # the noise floor of two repetitions
+    c = STUDY.table("comparisons", res)
+    assert list(c["test"]) == ["fillseq", "readww", "overwrite"] and set(c["config"]) == {"A/A"}
+    assert set(c["base"]) == {DEFAULT} and (c["ratio"] > 0).all() and (c["turns"] == 1).all()
+    assert (c["status"] == "unresolved: too few turns (1 < 3), budget").all() and not c["resolved"].any()
+    q = STUDY.table("qps", res)
+    assert (q["runs"] == 2).all() and (q["qps"] > 0).all()
     post = STUDY.table("post", res)
-    assert f"{DEFAULT} rel" in post.columns and "post clang+LTO/gcc pn53" in post.columns
-    assert list(STUDY.table("by_version", res)["build"]) == [DEFAULT]
+    assert f"{DEFAULT} A/A ratio" in post.columns and "post clang+LTO/gcc pn53" in post.columns
+    assert STUDY.table("by_version", res).empty
+    assert set(STUDY.table("relative_by_version", res)["config"]) == {"A/A"}
     text = STUDY.findings(res)
-    assert f"Only one build ({DEFAULT}) ran" in text and "Noise floor" in text
+    assert f"{DEFAULT} ran alone: only the A/A control; no build to compare" in text
+    assert f"- A/A control: the base build {DEFAULT} against itself" in text
 
 
 def test_no_figure_compares_the_base_with_itself_beyond_smoke(study, tmp_path):
@@ -341,7 +411,7 @@ def test_no_figure_compares_the_base_with_itself_beyond_smoke(study, tmp_path):
             STUDY.figure(name, small, save=False)
         assert str(e.value).startswith(f"toolchains: study {res.study} ran only {DEFAULT}: no comparison")
         assert "\n" not in str(e.value)
-    for name in ("relative", "post", "by_version", "relative_by_version"):
+    for name in ("comparisons", "qps", "post", "by_version", "relative_by_version"):
         with pytest.raises(ValueError, match=f"^toolchains: study {res.study} ran only {DEFAULT}: no "):
             STUDY.table(name, small)
     assert len(STUDY.table("published", small))          # the post's numbers alone compare nothing here
@@ -350,7 +420,8 @@ def test_no_figure_compares_the_base_with_itself_beyond_smoke(study, tmp_path):
     assert not list(tmp_path.glob("*.png")) and not list(tmp_path.glob("*.csv"))
     # at smoke the one build is drawn, titled as the A/A control it is
     fig = STUDY.figure("toolchains_relative_qps", res, save=False)
-    assert "against itself only (A/A control" in fig.axes[0].get_title()
+    assert "against itself only (A/A control" in fig.get_suptitle()
+    assert not [ln for ax in fig.axes for ln in ax.lines if ln.get_label() in figures.TOOLCHAIN_COLORS]
 
 
 def test_each_figure_is_redrawn_from_its_saved_table_alone(study, tmp_path):
@@ -362,17 +433,18 @@ def test_each_figure_is_redrawn_from_its_saved_table_alone(study, tmp_path):
         assert DEFAULT in set(s.table["build"].dropna())   # the table names the builds it compares
         assert s.again.axes and all(ax.has_data() for ax in s.again.axes)
     t = pd.read_csv(tmp_path / "toolchains_relative_qps.csv")
-    assert set(t["kind"]) == {"here", "post"}
+    assert set(t["kind"]) == {"here", "post"} and set(t.loc[t["kind"] == "here", "config"]) == {"A/A"}
     assert set(t.loc[t["kind"] == "post", "test"]) == {"fillseq", "readww", "overwrite"}
     q = pd.read_csv(tmp_path / "toolchains_qps.csv")
     assert (q["kind"] == "rep").sum() == 6 and (q["kind"] == "mean").sum() == 3
+    assert sorted(set(q["copy"].dropna())) == [0, 1]
 
 
 def test_the_study_is_registered_and_its_outputs_are_written(study, tmp_path):
     _, res = study
     out = registered_outputs(STUDY, res, tmp_path)
-    assert {"toolchains_relative.tex", "toolchains_post.md", "toolchains_published.csv"} <= out.tables
-    assert "Noise floor" in out.findings
+    assert {"toolchains_comparisons.tex", "toolchains_post.md", "toolchains_published.csv"} <= out.tables
+    assert "only the A/A control" in out.findings
 
 
 def test_study_frame_ignores_other_runs(tmp_path):
@@ -423,6 +495,7 @@ def test_an_extra_build_runs_in_its_own_process_with_its_own_module(request, tmp
     res = STUDY.run(p, root=tmp_path / "runs", progress=False)
     df = res.frame
     assert sorted(set(df["build"])) == sorted({DEFAULT, key}) and sorted(res.builds) == sorted({DEFAULT, key})
-    assert len(df) == 2 * 2 * 2
-    rel = res.relative
-    assert set(rel["build"]) == {DEFAULT, key} and rel["rel"].gt(0).all()
+    assert len(df) == 2 * 3 * 2                 # two turns of three runs (the base twice), two tests each
+    c = res.comparisons
+    assert set(c["config"]) == {key, "A/A"} and set(c["base"]) == {DEFAULT} and c["ratio"].gt(0).all()
+    assert (c["turns"] == 2).all() and res.turns["turns"] == 2

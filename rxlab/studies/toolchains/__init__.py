@@ -1,9 +1,10 @@
 """Does the compiler matter? RocksDB built with gcc, clang and clang+LTO, the gcc-vs-clang post's tests.
 
-params.py (Params, scale presets), study.py (plan, one run per build and
-repetition, the tidy frame; also the child process's entry point),
-child.py (a run in a child process on one build), relative.py (relative
-QPS with intervals), tables.py, figures.py, findings.py.
+params.py (Params, COMPARE, scale presets), study.py (plan: one turn's run
+per build, the protocol runs them in turns with the base twice; the tidy
+frame; also the child process's entry point), child.py (a run in a child
+process on one build), relative.py (the post's comparison per version from
+the same turns), tables.py, figures.py, findings.py.
 """
 from __future__ import annotations
 

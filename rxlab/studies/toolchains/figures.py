@@ -1,20 +1,25 @@
 """The toolchain study's figures, each drawn from one tidy table.
 
 Relative QPS (toolchains_relative_qps against the base build,
-toolchains_relative_by_version against gcc of each version): one row per
-value drawn, `kind` saying what it is: `here` (a build's mean ratio over the
-repetitions with its 95% interval, `lo`..`hi`; `build` is its RocksDB build
-key) or `post` (the post's ratio for one server, drawn hollow). Absolute QPS
-(toolchains_qps): `rep` rows (one repetition each: a dot) and `mean` rows
-(a bar) per build and test.
+toolchains_relative_by_version against gcc of each version): the comparison
+tables measured in turns, drawn by rxlab.core.plots.ratio_plot (a ratio with
+its 95% interval; hollow with a dashed interval where unresolved; the base's
+A/A interval as the grey band behind each test), as `here` rows, and the
+post's ratios per server as `post` rows (crosses beside each test, not
+measured here). Absolute QPS (toolchains_qps): `rep` rows (one run each: a
+dot) and `mean` rows (a bar) per build and test.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FuncFormatter
+from matplotlib.colors import same_color
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, FuncFormatter
 
 from rxlab.core import figures as style
+from rxlab.core.plots import TICKS, WIDE_TICKS, ratio_plot
+from rxlab.core.resolution import AA
 from rxlab.core.study import FigureSpec
 from rxlab.studies.toolchains.params import TESTS
 from rxlab.studies.toolchains.relative import TOOLCHAIN_ORDER
@@ -22,50 +27,73 @@ from rxlab.studies.toolchains.result import ToolchainsResult, both_sides
 from rxlab.studies.toolchains.tables import POST_VERSION, published_relative
 
 TOOLCHAIN_COLORS = dict(zip(TOOLCHAIN_ORDER, style.CYCLE, strict=False))
-SERVER_MARKERS = {"pn53": "o", "arm": "s", "hetzner": "D"}
-VERSION_MARKERS = ("o", "^", "s", "D")  # here: one marker per RocksDB version
-YLIM = (0.5, 1.5)   # relative QPS axis; wider intervals are clipped (and the title says so)
-RELATIVE_COLUMNS = ["kind", "build", "toolchain", "version", "base", "test", "server", "n", "rel", "lo", "hi",
-                    "method", "similar"]
-QPS_COLUMNS = ["kind", "build", "toolchain", "version", "test", "rep", "qps"]
+POST_MARKERS = {"clang": "x", "clang+LTO": "+"}   # the post's numbers: crosses, never a measured ratio's dot
+POST_COLOR = "#333333"
+RELATIVE_COLUMNS = ["kind", "panel", "test", "base", "config", "comparison", "build", "toolchain", "version",
+                    "ratio", "lo", "hi", "half_width", "resolved", "turns", "status", "server"]
+QPS_COLUMNS = ["kind", "build", "toolchain", "version", "test", "rep", "copy", "qps"]
 OTHER_COLOR = "#4d4d4d"
 
 
 # --------------------------------------------------------------------------- the tables drawn
 
-def relative_rows(rel: pd.DataFrame, base: str | None = None) -> pd.DataFrame:
-    """A relative_qps (or relative_by_version) frame as `here` rows, the post's numbers as `post` rows
-    for the same tests (all of them when nothing ran here)."""
-    here = rel.assign(kind="here", server=None, similar=False)
-    if "base" not in here.columns:
-        here["base"] = base
+def _panels(cmp: pd.DataFrame, by_version: bool) -> pd.DataFrame:
+    """The comparison rows with a panel per RocksDB version of the builds compared (`RocksDB 9.10.0`, by
+    version with its base: `RocksDB 9.10.0 (vs 9.10.0-gcc12)`), the A/A rows set in every panel: the base's
+    control beside each comparison."""
+    aa, rest = cmp[cmp["config"] == AA], cmp[cmp["config"] != AA]
+    versions = list(dict.fromkeys((rest if len(rest) else aa)["version"].astype(str)))
+    if not by_version:      # the study's table: the A/A rows are the base's version's only
+        aa = pd.concat([aa.assign(version=v) for v in versions], ignore_index=True) if len(aa) else aa
+    bases = rest.drop_duplicates("version").set_index("version")["base"] if by_version else {}
+    out = pd.concat([p for p in (rest, aa) if len(p)], ignore_index=True) if len(cmp) else cmp.copy()
+    v = out["version"].astype(str)
+    vs = v.map(lambda x: f" (vs {bases[x]})" if x in bases else "")
+    return out.assign(version=v, panel="RocksDB " + v + vs)
+
+
+def relative_rows(cmp: pd.DataFrame, *, by_version: bool = False) -> pd.DataFrame:
+    """A comparison table (result.comparisons; result.by_version with `by_version`) as `here` rows, a panel
+    per version, the post's ratios as `post` rows for the same tests (all of them when nothing ran here)."""
+    aa = cmp[(cmp["config"] == AA) & (cmp["toolchain"] == "gcc")]
+    cmp = _panels(cmp, by_version)
+    build = cmp["config"].where(cmp["config"] != AA, cmp["base"])
+    here = cmp.assign(kind="here", build=build, server=None)
+    # the post's ratios are against gcc of the same version: beside every panel by version, beside the
+    # base's version alone against one base (and only if it is a gcc build)
+    panels = here.drop_duplicates("panel")
+    if not by_version:
+        panels = panels[panels["version"].isin(set(aa["version"].astype(str)))]
     tests = set(here["test"]) or set(TESTS)
     pub = published_relative()
-    post = pub[pub["test"].isin(tests)].assign(kind="post", build=None, version=POST_VERSION, n=np.nan,
-                                                lo=np.nan, hi=np.nan, method=None)
-    parts = [p for p in (here, post) if len(p)]
-    out = pd.concat([p[RELATIVE_COLUMNS] for p in parts], ignore_index=True) if parts else \
-        pd.DataFrame(columns=RELATIVE_COLUMNS)
-    return out
+    pub = pub[pub["test"].isin(tests)]
+    post = pd.concat([pub.assign(panel=pv) for pv in panels["panel"]], ignore_index=True) if len(panels) \
+        else pub.iloc[:0].assign(panel=None)
+    post = post.assign(kind="post", base="gcc", config="post " + post["toolchain"] + "/gcc", comparison=None,
+                       build=None, version=POST_VERSION, ratio=post["rel"], lo=np.nan, hi=np.nan,
+                       half_width=np.nan, resolved=False, turns=np.nan, status="the post's")
+    parts = [p[RELATIVE_COLUMNS] for p in (here, post) if len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=RELATIVE_COLUMNS)
 
 
 def relative_data(result: ToolchainsResult) -> pd.DataFrame:
     both_sides(result)
-    return relative_rows(result.relative, result.base)
+    return relative_rows(result.comparisons)
 
 
 def relative_by_version_data(result: ToolchainsResult) -> pd.DataFrame:
     both_sides(result)
-    return relative_rows(result.by_version)
+    return relative_rows(result.by_version, by_version=True)
 
 
 def qps_data(result: ToolchainsResult) -> pd.DataFrame:
-    """QPS of every repetition (`rep`) and their mean (`mean`) per build and test."""
+    """QPS of every run (`rep`: the turn, `copy` 1 the base's A/A run) and their mean (`mean`) per build
+    and test."""
     both_sides(result)
     f = result.frame
-    reps = f[["build", "toolchain", "version", "test", "rep", "qps"]].assign(kind="rep")
+    reps = f[["build", "toolchain", "version", "test", "rep", "copy", "qps"]].assign(kind="rep")
     g = reps.groupby(["build", "toolchain", "version", "test"], sort=False)["qps"].mean().reset_index()
-    means = g.assign(kind="mean", rep=None)
+    means = g.assign(kind="mean", rep=None, copy=None)
     return pd.concat([reps[QPS_COLUMNS], means[QPS_COLUMNS]], ignore_index=True)
 
 
@@ -80,70 +108,105 @@ def _tests(t: pd.DataFrame) -> list[str]:
     return [x for x in TESTS if x in have]
 
 
+def _ordered(here: pd.DataFrame) -> pd.DataFrame:
+    """Tests in the post's order (ratio_plot's categories), in each the builds by version and toolchain
+    (its markers), the A/A rows last."""
+    key = pd.DataFrame({"t": here["test"].map({x: i for i, x in enumerate(TESTS)}),
+                        "aa": here["config"] == AA, "v": here["version"].astype(str),
+                        "tc": here["toolchain"].map(_toolchain_rank), "b": here["config"].astype(str)})
+    return here.loc[key.sort_values(["t", "aa", "v", "tc", "b"], kind="stable").index]
+
+
+def _ticks(ax, lo: float, hi: float) -> None:
+    """The y range lo..hi, ticked as ratio_plot ticks it, a wide range with 0.9, 1.1 and 1.25 too (the
+    size of the post's differences: a range of 0.9..1.45 would otherwise show only 1)."""
+    ax.set_ylim(lo, hi)
+    ticks = TICKS if hi / lo < 1.6 else sorted({*WIDE_TICKS, 0.9, 1.1, 1.25})
+    ax.yaxis.set_major_locator(FixedLocator([v for v in ticks if lo <= v <= hi]))
+
+
+def _post(ax, post: pd.DataFrame, cats: list) -> list:
+    """The post's ratios (every server) as crosses at the right edge of each test; the y range widened to
+    show them. Returns the legend handles drawn."""
+    drawn = {}
+    for j, test in enumerate(cats):
+        for tc, mk in POST_MARKERS.items():
+            v = post.loc[(post["test"] == test) & (post["toolchain"] == tc), "ratio"].to_numpy(float)
+            if len(v):
+                ax.plot([j + 0.42] * len(v), v, ls="none", marker=mk, ms=3.5, mew=0.8, color=POST_COLOR,
+                        zorder=5)
+                drawn[tc] = Line2D([], [], ls="none", marker=mk, ms=3.5, mew=0.8, color=POST_COLOR)
+    v = post["ratio"].to_numpy(float)
+    v = v[np.isfinite(v)]
+    lo, hi = ax.get_ylim()
+    if len(v):
+        lo, hi = min(lo, v.min() / 1.03), max(hi, v.max() * 1.03)
+    _ticks(ax, lo, hi)
+    return [(h, f"post {tc}/gcc, RocksDB {POST_VERSION} (3 servers)") for tc, h in drawn.items()]
+
+
+def _recolor(fig, colors: dict) -> None:
+    """The study's toolchain colours on ratio_plot's markers, their intervals and its legend. ratio_plot
+    colours a hue by its name as a backend's (other names hashed into the palette, where gcc and clang
+    share one); a marker's interval is the two-point vertical line at its x, drawn in its colour."""
+    for ax in fig.axes:
+        for m in [ln for ln in ax.lines if ln.get_label() in colors]:
+            old, new, x = m.get_markeredgecolor(), colors[m.get_label()], m.get_xdata()[0]
+            for ln in ax.lines:
+                xs = ln.get_xdata()
+                if len(xs) == 2 and xs[0] == xs[1] == x and same_color(ln.get_color(), old):
+                    ln.set_color(new)
+            _paint(m, new)
+    for leg in fig.legends:
+        for h, text in zip(leg.legend_handles, leg.get_texts(), strict=False):
+            if text.get_text() in colors and isinstance(h, Line2D):
+                _paint(h, colors[text.get_text()])
+
+
+def _paint(line: Line2D, color: str) -> None:
+    hollow = same_color(line.get_markerfacecolor(), "white")    # unresolved: stays hollow
+    line.set_color(color)
+    line.set_markeredgecolor(color)
+    line.set_markerfacecolor("white" if hollow else color)
+
+
 def draw_relative(t: pd.DataFrame, against: str | None = None):
-    """Relative QPS per test: each build's mean with its 95% interval, the post's per server beside.
+    """Relative QPS per test, a panel per RocksDB version: each build's ratio with its 95% interval over
+    the turns (hollow and dashed: not resolved to the target), the base's A/A interval as the grey band,
+    the post's ratios as crosses (not measured here).
 
-    One base build in the table: every build against it (the base first). Several (one per version):
-    each build against the gcc build of its own version, grouped by version. `against` names the
-    bases in the title and axis (toolchains_relative_by_version passes "gcc of the same version":
-    with a single version the table alone looks like a comparison with one base)."""
-    here, post = t[t["kind"] == "here"], t[t["kind"] == "post"]
-    tests = _tests(t)
-    bases = list(dict.fromkeys(here["base"].dropna()))
-    first = here.drop_duplicates("build").set_index("build")
-    def order(b):   # one base: it first; one per version: grouped by version, gcc first in each
-        rank = (str(first.loc[b, "version"]), _toolchain_rank(first.loc[b, "toolchain"]), b)
-        return (b != bases[0], *rank) if len(bases) == 1 else rank
-
-    if against is None:
-        against = "gcc of the same version" if len(bases) > 1 else "the base build"
-    # one base build: its key on the axis; several bases: the title says which (too long for an axis)
-    ylabel = f"relative QPS (vs {bases[0]})" if against == "the base build" and bases else "relative QPS"
-    blds = sorted(first.index, key=order)
-    versions = sorted(map(str, here["version"].dropna().unique()))
-    post_tc = [tc for tc in ("clang", "clang+LTO") if tc in set(post["toolchain"])]
-    width = 0.8 / max(len(blds) + len(post_tc), 1)
-    x = np.arange(len(tests))
-    fig, ax = style.figure("page", aspect=0.38)
-    for j, b in enumerate(blds):
-        g = here[here["build"] == b].set_index("test").reindex(tests)
-        tc = first.loc[b, "toolchain"]
-        lo, hi = (g["rel"] - g["lo"]).to_numpy(float), (g["hi"] - g["rel"]).to_numpy(float)
-        yerr = np.vstack([np.where(np.isfinite(lo), lo, 0), np.where(np.isfinite(hi), hi, 0)])
-        mk = VERSION_MARKERS[versions.index(str(first.loc[b, "version"])) % len(VERSION_MARKERS)]
-        ax.errorbar(x - 0.4 + width * (j + 0.5), g["rel"].to_numpy(float), yerr=yerr, fmt=mk, capsize=2,
-                    color=TOOLCHAIN_COLORS.get(tc, OTHER_COLOR),
-                    label=f"here: {b} ({tc})" + (" = base" if b in bases else ""))
-    for j, tc in enumerate(post_tc):
-        x0 = x - 0.4 + width * (len(blds) + j + 0.5)
-        for srv, mk in SERVER_MARKERS.items():
-            g = post[(post["toolchain"] == tc) & (post["server"] == srv)].set_index("test").reindex(tests)
-            ax.scatter(x0, g["rel"].to_numpy(float), marker=mk, facecolors="none", linewidths=0.9,
-                       edgecolors=TOOLCHAIN_COLORS.get(tc), label=f"post: {tc}/gcc, {srv}")
-    ax.axhline(1.0, color=OTHER_COLOR, lw=0.8, ls="--")
-    ax.set_xticks(x, tests)
-    ax.set_ylabel(ylabel)
-    vals = pd.concat([here["lo"], here["hi"], here["rel"], post["rel"]]).to_numpy(float)
-    vals = vals[np.isfinite(vals)]
-    lo, hi = (min(vals.min(), 0.9), max(vals.max(), 1.1)) if len(vals) else (0.9, 1.1)
-    ax.set_ylim(max(lo - 0.03, YLIM[0]), min(hi + 0.03, YLIM[1]))
-    h, lab = ax.get_legend_handles_labels()
-    order_h = sorted(range(len(lab)), key=lambda i: not lab[i].startswith("here"))
-    ax.legend([h[i] for i in order_h], [lab[i] for i in order_h], ncol=3, fontsize=6, loc="upper center",
-              bbox_to_anchor=(0.5, -0.14))
-    clipped = " (intervals clipped)" if len(vals) and (vals.min() < YLIM[0] or vals.max() > YLIM[1]) else ""
-    if len(blds) == 1:   # smoke with one build: the A/A control, never drawn as a comparison
-        ax.set_title(f"{blds[0]} against itself only (A/A control: the noise floor), no other build: "
-                     f"not a comparison{clipped}", fontsize="medium")
-    else:
-        ax.set_title(f"QPS relative to {against}: here (mean, 95% CI), the post hollow "
-                     f"(RocksDB {POST_VERSION}){clipped}", fontsize="medium")
+    toolchains_relative_qps: every build against the one base build. toolchains_relative_by_version
+    (`against` "gcc of the same version"): each build against the gcc build of its own version, the
+    study's A/A band in each panel. With the base build alone (smoke) only the A/A control is there,
+    titled as such: not a comparison."""
+    here, post = _ordered(t[t["kind"] == "here"]), t[t["kind"] == "post"]
+    cmp = here[here["config"] != AA]
+    bases = list(dict.fromkeys((cmp if len(cmp) else here)["base"].astype(str)))
+    against = against or (bases[0] if bases else "the base build")
+    title = None
+    if cmp.empty:
+        title = (f"{', '.join(bases) or 'the base'} against itself only (A/A control: the noise floor), "
+                 "no other build: not a comparison")
+    # a marker per toolchain in each version's panel, unless a version has two builds of one toolchain
+    hue = "config" if cmp.duplicated(["panel", "test", "toolchain"]).any() else "toolchain"
+    fig = ratio_plot(here, "test", hue=hue, panel="panel", width="page", ylabel=f"QPS ratio to {against}",
+                     title=title)
+    if hue == "toolchain":
+        _recolor(fig, {tc: c for tc, c in TOOLCHAIN_COLORS.items() if tc in set(cmp["toolchain"])})
+    legend = True
+    for ax, pv in zip(fig.axes, dict.fromkeys(here["panel"]), strict=False):
+        tests = list(dict.fromkeys(here.loc[here["panel"] == pv, "test"]))   # ratio_plot's categories
+        drawn = _post(ax, post[post["panel"] == pv], tests)
+        if drawn and legend:    # once: the crosses mean the same in every panel
+            ax.legend([h for h, _ in drawn], [lab for _, lab in drawn], loc="best", fontsize=5, frameon=False)
+            legend = False
     return fig
 
 
 def draw_qps(t: pd.DataFrame):
-    """Absolute QPS per test and build: every repetition (dots) and their mean (a bar): the spread the
-    intervals come from (the post's worry: variance)."""
+    """Absolute QPS per test and build: every run (dots; the base's A/A runs among them) and their mean (a
+    bar): the spread the intervals come from (the post's worry: variance). Not a comparison: whether two
+    builds differ is the ratio figures' (resolved or not)."""
     tests = _tests(t)
     first = t.drop_duplicates("build").set_index("build")
     blds = sorted(first.index, key=lambda b: (str(first.loc[b, "version"]),
@@ -165,6 +228,9 @@ def draw_qps(t: pd.DataFrame):
     axes[0][0].set_ylabel("QPS (ops/s)")
     if len(blds) == 1:
         fig.suptitle(f"{blds[0]} alone: no other build to compare with", fontsize="medium")
+    else:
+        fig.suptitle("QPS of every run (absolute, not a comparison: the ratios and whether they are resolved "
+                     "are toolchains_relative_qps)", fontsize="medium")
     fig.tight_layout()
     return fig
 

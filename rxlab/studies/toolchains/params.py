@@ -8,9 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rxlab.core import builds, scales, study
+from rxlab.core import builds, scales
 from rxlab.core import params as checks
+from rxlab.core.resolution import StoppingRule
 from rxlab.core.study import StudySettings
+from rxlab.core.turns_plan import Compare, TurnsParams
 
 SEED_FILE = "blog-2025-12-01-rocksdb-gcc-vs-clang-and-more.txt"
 PUBLISHED = (f"{SEED_FILE}: gccclang_relative_qps",)
@@ -25,14 +27,20 @@ KEY_SIZE = 16                     # db_bench's default, as in the post
 MATRIX_VERSIONS = ("7.8.3", "9.10.0", "9.11.2")
 MIB = 1 << 20
 
+# What the study compares, in turns (rxlab.core.turns_plan): each build's QPS over the base build's, test by
+# test. The base is the plan's first build (Params puts the base build first), which the protocol runs twice
+# a turn: the A/A pair. A turn is one child process per build (and two of the base), each running every test.
+COMPARE = Compare(config="build", metric="qps", keys=("test",), turn="rep", label="QPS")
 
-# The common presets with the post's own keys, seconds and repetitions per build; the block cache is not
-# the scale's here: it holds the DB twice over (the post's DB is cached by RocksDB).
+
+# The common presets with the post's own keys and seconds; the block cache is not the scale's here: it holds
+# the DB twice over (the post's DB is cached by RocksDB). `repeats` is unused: the study runs in turns until
+# resolved or out of budget (the common budgets: 5 s at smoke, one turn; 10 minutes at small).
 SCALES = scales.presets(
     scales.Scale,
     smoke={"num": 10_000, "duration": 0.3, "repeats": 2},        # seconds (CI): exercises the pipeline
-    small={"num": 500_000, "duration": 8.0, "repeats": 4},       # minutes per build
-    full={"num": 4_000_000, "duration": 60.0, "repeats": 5},     # ~1.7 GB cached, an hour per build
+    small={"num": 500_000, "duration": 8.0, "repeats": 4},       # about 45 s per child run
+    full={"num": 4_000_000, "duration": 60.0, "repeats": 5},     # ~1.7 GB cached
 )
 
 
@@ -47,13 +55,14 @@ class Settings(StudySettings):
     base: str
     tests: tuple
     work_dir: str
+    turns: str = ""     # the stopping rule, in words
 
     def own_rows(self) -> list[tuple[str, object]]:
         return [("key / value bytes", f"{KEY_SIZE} / {self.value_size}"),
                 ("reader threads", self.threads),
                 ("writer rate limit (*ww)", f"{self.write_rate_limit / MIB:g} MiB/s"),
-                ("builds", ", ".join(self.builds)), ("base build", self.base),
-                ("tests", ", ".join(self.tests))]
+                ("builds", ", ".join(self.builds)), ("base build (twice a turn: A/A)", self.base),
+                ("tests", ", ".join(self.tests)), ("turns", self.turns)]
 
 
 def installed_key() -> str:
@@ -100,8 +109,13 @@ def usable(key: str) -> bool:
 
 
 @dataclass
-class Params(study.StudyParams):
+class Params(TurnsParams):
     """The study's parameters (notebook 70's papermill parameters).
+
+    The study runs in turns (rxlab.core.turns_plan): each turn runs every
+    build once and the base twice (the A/A pair); target (percent), budget,
+    min_turns and max_turns set the stopping rule; `repeats`, when given, runs
+    exactly that many turns instead.
 
     builds: build keys of `rxlab builds` (e.g. ['9.10.0-gcc12', '9.10.0-clang16']),
     at least one besides the base; 'default' names the installed module's build;
@@ -110,8 +124,8 @@ class Params(study.StudyParams):
     them. At smoke scale (CI, the pipeline) None is the base build alone, and
     its figures say it is the A/A control, not a comparison.
     base: the build the others are relative to (None: the installed module's,
-    the default gcc build). tests: the post's tests to run. repeats, duration:
-    None takes the scale's. threads: reader threads (the post's small servers:
+    the default gcc build). tests: the post's tests to run. duration: None
+    takes the scale's. threads: reader threads (the post's small servers:
     1). write_rate_limit: bytes/s of the writer beside *ww readers.
     db_dir: where the DBs go (None: a temporary directory).
     """
@@ -145,8 +159,8 @@ class Params(study.StudyParams):
                 if k not in have:
                     checks.fail("builds", self.builds, f"{k!r} is not a finished build: have "
                                 f"{', '.join(have) or 'none'} (rxlab build-rocksdb makes more)")
-        if base not in keys:
-            keys = [base, *keys]
+        # the base first: the protocol's base is the plan's first build (COMPARE)
+        keys = [base, *(k for k in keys if k != base)]
         if len(keys) < 2 and self.scale != "smoke":
             # smoke (CI) checks the pipeline with the builds at hand; a comparison needs a second side
             version = builds.get_build(base)["version"]
@@ -178,6 +192,13 @@ class Params(study.StudyParams):
         keys = [r["key"] for r in recs if r["version"] in want and not re.search(r"-f[0-9a-f]{8}$", r["key"])]
         return [base, *(k for k in keys if k != base)]
 
+    def rule(self) -> StoppingRule:
+        """TurnsParams' rule, or exactly `repeats` turns when repeats is given."""
+        r = super().rule()
+        if self.repeats is None:
+            return r
+        return StoppingRule(target=r.target, budget_s=None, min_turns=self.repeats, max_turns=self.repeats)
+
     def settings(self) -> Settings:
         sc = SCALES[self.scale].given(duration=self.duration, repeats=self.repeats)
         db_bytes = sc.num * (KEY_SIZE + self.value_size)
@@ -187,4 +208,4 @@ class Params(study.StudyParams):
                         duration=float(sc.duration), repeats=int(sc.repeats),
                         threads=self.threads, write_rate_limit=int(self.write_rate_limit),
                         builds=tuple(self.builds), base=self.base, tests=tuple(self.tests),
-                        work_dir=self.db_dir or tempfile.gettempdir())
+                        work_dir=self.db_dir or tempfile.gettempdir(), turns=self.rule().describe())

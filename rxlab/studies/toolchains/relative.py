@@ -1,115 +1,105 @@
-"""Relative QPS with confidence intervals: each build against a base build, or against gcc of its version.
+"""Relative QPS measured in turns: each build against the base build, or against gcc of its own version.
 
 The post's number is the relative QPS (QPS of a build / QPS of a base build)
-per test; its main worry is variance. So every ratio here carries a 95%
-interval, and the base build against itself gives the noise floor: with one
-build the comparison is 1.00 by construction and the interval is the
-run-to-run noise, the smallest difference this machine can resolve.
+per test; its main worry is variance. The study runs in turns (params.COMPARE,
+rxlab.core.turns_plan): each turn runs every build once and the base twice,
+so every ratio is paired within a turn (the machine's drift between turns
+cancels) and carries a 95% interval over the turns (Student's t on the
+per-turn log ratios, rxlab.core.resolution); the base's second run over its
+first, the A/A row, is what "equal" looks like on this machine. A ratio whose
+interval did not reach the target is unresolved and says why (`status`).
+
+The study's own comparisons are the protocol's table (result.comparisons).
+This module adds the post's comparison, each build against the gcc build of
+its own RocksDB version, from the same turns, and a summary per version.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from rxlab.studies.toolchains.params import TESTS
+from rxlab.core import resolution
+from rxlab.core.resolution import AA, DEFAULT_TARGET_PCT, MIN_TURNS
+from rxlab.core.turns_plan import observations
+from rxlab.studies.toolchains.params import COMPARE, TESTS
 
 TOOLCHAIN_ORDER = ("gcc", "clang", "clang+LTO")
-COLUMNS = ["build", "toolchain", "version", "test", "n", "qps", "cv_pct", "rel", "lo", "hi", "pct", "method"]
+BY_VERSION_COLUMNS = ["version", "test", *resolution.COMPARISON_COLUMNS, "toolchain"]
+SUMMARY_COLUMNS = ["version", "toolchain", "build", "base", "mean_pct", "tests", "resolved", "faster",
+                   "slower"]
 
 
-def relative_qps(df: pd.DataFrame, base: str, level: float = 0.95, paired: bool = True) -> pd.DataFrame:
-    """Mean QPS per build and test relative to `base`, with a `level` confidence interval.
-
-    `df`: one row per build, test and repetition (build, test, qps, toolchain,
-    version, and `rep` for pairing). Unpaired: rel = mean_b / mean_base; its
-    standard error by the delta method, rel * sqrt(se_b^2 / mean_b^2 +
-    se_base^2 / mean_base^2), and Student's t with Welch-Satterthwaite degrees
-    of freedom. Paired (when `paired` and both builds ran in the same
-    repetitions): the repetitions ran back to back, so the ratio within each
-    repetition cancels the machine's slow drift; rel is the geometric mean of
-    those ratios and the interval Student's t on their logs (`method` says
-    which). The base against itself is 1 with the unpaired interval from its
-    own spread counted twice (as if a second base build had the same noise):
-    the noise floor of single runs. n < 2: no interval.
-    """
-
-    def paired_row(b: str, test: str):
-        if not paired or "rep" not in df.columns or b == base:
-            return None
-        x = df[(df["build"] == b) & (df["test"] == test)].groupby("rep")["qps"].mean()
-        y = df[(df["build"] == base) & (df["test"] == test)].groupby("rep")["qps"].mean()
-        reps = x.index.intersection(y.index)
-        if len(reps) < 2 or len(reps) != len(x) or len(reps) != len(y):
-            return None
-        lr = np.log(x[reps].to_numpy() / y[reps].to_numpy())
-        m, se = lr.mean(), lr.std(ddof=1) / np.sqrt(len(lr))
-        tq = stats.t.ppf(0.5 + level / 2, len(lr) - 1)
-        return float(np.exp(m)), float(np.exp(m - tq * se)), float(np.exp(m + tq * se))
-
-    g = df.groupby(["build", "test"])["qps"]
-    agg = pd.DataFrame({"n": g.count(), "qps": g.mean(), "sd": g.std(ddof=1)}).reset_index()
-    rows = []
-    for _, r in agg.iterrows():
-        b = agg[(agg["build"] == base) & (agg["test"] == r["test"])]
-        if b.empty:
-            continue
-        b = b.iloc[0]
-        rel = r["qps"] / b["qps"]
-        va = r["sd"] ** 2 / r["n"] if r["n"] > 1 else np.nan
-        vb = b["sd"] ** 2 / b["n"] if b["n"] > 1 else np.nan
-        rel_se = rel * np.sqrt(va / r["qps"] ** 2 + vb / b["qps"] ** 2)
-        dfree = (va + vb) ** 2 / (va ** 2 / (r["n"] - 1) + vb ** 2 / (b["n"] - 1)) if va + vb > 0 else np.inf
-        tq = stats.t.ppf(0.5 + level / 2, dfree) if np.isfinite(rel_se) else np.nan
-        lo, hi, method = rel - tq * rel_se, rel + tq * rel_se, "unpaired"
-        pr = paired_row(r["build"], r["test"])
-        if pr is not None:
-            (rel, lo, hi), method = pr, "paired"
-        rows.append({"build": r["build"], "test": r["test"], "n": int(r["n"]), "qps": r["qps"],
-                     "cv_pct": 100 * r["sd"] / r["qps"] if r["n"] > 1 else np.nan,
-                     "rel": rel, "lo": lo, "hi": hi, "pct": 100 * (rel - 1), "method": method})
-    out = pd.DataFrame(rows)
-    if out.empty:
-        return pd.DataFrame(columns=COLUMNS)
-    meta = df.drop_duplicates("build").set_index("build")[["toolchain", "version"]]
-    out = out.join(meta, on="build")
-    out["test"] = pd.Categorical(out["test"], categories=list(TESTS), ordered=True)
-    out = out.sort_values(["test", "build"]).reset_index(drop=True)
-    out["test"] = out["test"].astype(str)
-    return out[COLUMNS]
+def build_labels(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each build's toolchain and version (as the runs recorded them), indexed by build."""
+    if frame.empty:
+        return pd.DataFrame(columns=["toolchain", "version"], index=pd.Index([], name="build"))
+    return frame.drop_duplicates("build").set_index("build")[["toolchain", "version"]].astype(str)
 
 
-def relative_by_version(df: pd.DataFrame, toolchain: str = "gcc", level: float = 0.95,
-                        paired: bool = True) -> pd.DataFrame:
-    """The post's comparison: each build against the `toolchain` build of its own RocksDB version.
+def with_labels(table: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    """A comparison table with each row's toolchain and version (the A/A row: its base's)."""
+    labels = build_labels(frame)
+    build = table["config"].where(table["config"] != AA, table["base"])
+    return table.assign(toolchain=build.map(labels["toolchain"]), version=build.map(labels["version"]))
 
-    relative_qps per version (paired within repetitions, as there), with a
-    `base` column naming each row's base build. Versions without a build of
-    that toolchain are left out, since nothing in them is comparable.
-    """
-    parts = []
-    for _, g in df.groupby("version", sort=True):
-        base = g.loc[g["toolchain"] == toolchain, "build"].unique()
-        if len(base) != 1:
-            continue
-        r = relative_qps(g, str(base[0]), level=level, paired=paired)
-        parts.append(r.assign(base=str(base[0])))
-    if not parts:
-        return pd.DataFrame(columns=[*COLUMNS, "base"])
-    return pd.concat(parts, ignore_index=True)
+
+def by_version(frame: pd.DataFrame, comparisons: pd.DataFrame, toolchain: str = "gcc", *,
+               target: float = DEFAULT_TARGET_PCT, min_turns: int = MIN_TURNS,
+               stopped: str = "") -> pd.DataFrame:
+    """The post's comparison: each build against the `toolchain` build of its own RocksDB version, per test,
+    paired within turns as the study's own comparisons are (`comparisons`: the study's table, whose A/A
+    rows, the base build against itself, are set beside every version's). Versions without a build of
+    that toolchain are left out: nothing in them is comparable."""
+    if frame.empty:
+        return pd.DataFrame(columns=BY_VERSION_COLUMNS)
+    obs = observations(frame, COMPARE).assign(version=frame["version"].astype(str))
+    labels = build_labels(frame)
+    bases = {}
+    for v in sorted(set(labels["version"])):
+        base = labels.index[(labels["version"] == v) & (labels["toolchain"] == toolchain)]
+        if len(base) == 1:
+            bases[v] = str(base[0])
+    obs = obs[obs["version"].isin(list(bases))]
+    if obs.empty:
+        return pd.DataFrame(columns=BY_VERSION_COLUMNS)
+    t = resolution.compare(obs, lambda kd: bases[kd["version"]], ["version", "test"], target=target,
+                           min_turns=min_turns, why_unresolved=stopped)
+    aa = comparisons[comparisons["config"] == AA]    # labelled with the base's toolchain already
+    parts = [with_labels(t[t["config"] != AA], frame), *(aa.assign(version=v) for v in bases)]
+    out = pd.concat([p for p in parts if len(p)], ignore_index=True)
+    out["version"] = out["version"].astype(str)
+    rank = out["test"].map({x: i for i, x in enumerate(TESTS)})
+    return out.assign(_r=rank, _aa=out["config"] == AA).sort_values(["version", "_r", "_aa"], kind="stable") \
+        .drop(columns=["_r", "_aa"]).reset_index(drop=True)[BY_VERSION_COLUMNS]
 
 
 def by_version_summary(rel_v: pd.DataFrame) -> pd.DataFrame:
-    """Per version and toolchain: the mean relative QPS over tests, and how many tests' intervals lie
-    wholly above or below 1 (the rest are within noise)."""
-    cols = ["version", "toolchain", "build", "base", "mean_pct", "tests", "faster", "slower"]
-    if rel_v.empty:
+    """Per version and toolchain against that version's gcc build: the mean relative QPS over tests (in
+    percent), how many tests' ratios are resolved, and of those how many lie wholly above or below 1 (the
+    unresolved are not to be read as differences)."""
+    t = rel_v[(rel_v["config"] != AA) & (rel_v["config"] != rel_v["base"])] if len(rel_v) else rel_v
+    if t.empty:
+        return pd.DataFrame(columns=SUMMARY_COLUMNS)
+    ok = t["resolved"].astype(bool)
+    t = t.assign(pct=100 * (t["ratio"] - 1), ok=ok, up=ok & (t["lo"] > 1), down=ok & (t["hi"] < 1))
+    g = t.rename(columns={"config": "build"}).groupby(["version", "toolchain", "build", "base"], sort=False)
+    out = pd.DataFrame({"mean_pct": g["pct"].mean(), "tests": g.size(), "resolved": g["ok"].sum(),
+                        "faster": g["up"].sum(), "slower": g["down"].sum()}).reset_index()
+    order = out["toolchain"].map({x: i for i, x in enumerate(TOOLCHAIN_ORDER)}).fillna(len(TOOLCHAIN_ORDER))
+    out = out.assign(_order=order).sort_values(["version", "_order"]).drop(columns="_order")
+    return out.astype({c: int for c in ("tests", "resolved", "faster", "slower")}).reset_index(drop=True)[
+        SUMMARY_COLUMNS]
+
+
+def qps_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Absolute QPS per build and test over every run (the base's A/A copy among them): runs, mean, cv %.
+    Not a comparison: the ratios, and whether they are resolved, are the comparison tables'."""
+    cols = ["build", "toolchain", "version", "test", "runs", "qps", "cv_pct"]
+    if frame.empty:
         return pd.DataFrame(columns=cols)
-    g = rel_v.groupby(["version", "toolchain", "build", "base"], sort=False)
-    out = pd.DataFrame({
-        "mean_pct": g["pct"].mean(), "tests": g.size(),
-        "faster": g.apply(lambda x: int((x["lo"] > 1).sum()), include_groups=False),
-        "slower": g.apply(lambda x: int((x["hi"] < 1).sum()), include_groups=False)}).reset_index()
-    order = out["toolchain"].map({t: i for i, t in enumerate(TOOLCHAIN_ORDER)}).fillna(len(TOOLCHAIN_ORDER))
-    return out.assign(_order=order).sort_values(["version", "_order"]).drop(columns="_order") \
-        .reset_index(drop=True)[cols]
+    g = frame.groupby(["build", "test"], sort=False)["qps"]
+    out = pd.DataFrame({"runs": g.count(), "qps": g.mean(), "sd": g.std(ddof=1)}).reset_index()
+    out["cv_pct"] = np.where(out["runs"] > 1, 100 * out["sd"] / out["qps"], np.nan)
+    out = out.join(build_labels(frame), on="build")
+    rank = out["test"].map({x: i for i, x in enumerate(TESTS)})
+    return out.assign(_r=rank).sort_values(["_r", "build"], kind="stable").reset_index(drop=True)[cols]

@@ -6,10 +6,14 @@ db_bench's fillseq, readwhilewriting, fwdrangewhilewriting,
 revrangewhilewriting and overwrite with the database cached by RocksDB and a
 rate-limited writer beside the *whilewriting readers, and reports the
 relative QPS (QPS of a build / QPS of a base build). Here: the builds of
-rxlab.core.builds (`rxlab build-rocksdb`), each repetition running every
-build once, each run a fresh DB in a child process of its own on that build
-(child.py: a process can load only one RocksDB), every run stored with the
-build it ran on. QPS comes from rxlab.core.metrics.seed_columns.
+rxlab.core.builds (`rxlab build-rocksdb`), each run a fresh DB in a child
+process of its own on that build (child.py: a process can load only one
+RocksDB), every run stored with the build it ran on. QPS comes from
+rxlab.core.metrics.seed_columns. The protocol runs the builds in turns
+(params.COMPARE, rxlab.core.turns_plan): each turn runs every build once and
+the base build twice (the A/A pair, run names r<turn>a for the second), in
+orders that rotate from turn to turn, until every build's QPS ratio to the
+base is resolved to the target or the budget is spent.
 
 This module is also the child's entry point:
 `python -m rxlab.studies.toolchains.study child KEY SPEC` (see child.py).
@@ -23,10 +27,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from rxlab.core import builds, metrics, stats
+from rxlab.core import builds, metrics
 from rxlab.core.study import RunContext, Study, match_runs, tidy_frame
 from rxlab.studies.toolchains import child, figures, findings, tables
 from rxlab.studies.toolchains.params import (
+    COMPARE,
     KEY_SIZE,
     PUBLISHED,
     SEED_FILE,
@@ -38,8 +43,9 @@ from rxlab.studies.toolchains.params import (
 from rxlab.studies.toolchains.result import ToolchainsResult
 
 RUN_PREFIX = "toolchains-"
-_NAME_RE = re.compile(r"^toolchains-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-(?P<build>.+)-r(?P<rep>\d+)$")
-KEYS = ["study", "rep", "build", "toolchain", "version", "base", "test", "run_id"]
+_NAME_RE = re.compile(r"^toolchains-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-(?P<build>.+)"
+                      r"-r(?P<rep>\d+)(?P<copy>a?)$")
+KEYS = ["study", "rep", "copy", "build", "toolchain", "version", "base", "test", "run_id"]
 
 
 def spec_for(s: Settings, db: str, name: str, seed: int, build: str | None = None) -> dict:
@@ -68,20 +74,21 @@ def _module_state(key: str) -> str:
 
 class ToolchainsStudy(Study, name="toolchains", notebook="70_toolchains", seed=SEED_FILE,
                              published=PUBLISHED, run_prefix=RUN_PREFIX, params=Params,
-                             result=ToolchainsResult, tables=tables.TABLES, figures=figures.FIGURES):
+                             result=ToolchainsResult, tables=tables.TABLES, figures=figures.FIGURES,
+                             compare=COMPARE):
     """RocksDB built with gcc, clang and clang+LTO: relative QPS of the post's tests."""
 
     def plan(self, params: Params) -> pd.DataFrame:
-        """One row per child process, in run order: each repetition runs every build, the order
-        rotated by one each repetition so that drift of the machine hits every build alike."""
+        """One turn's child processes: a row per build, the base first (the protocol's base: it runs twice a
+        turn). The protocol orders them per turn (rotated, reversed every other turn) and adds rep (the
+        turn) and copy."""
         s = params.settings()
         rows = []
-        for rep in range(s.repeats):
-            for b in stats.rotate(s.builds, rep):
-                rec = builds.get_build(b)
-                rows.append({"rep": rep, "build": b, "toolchain": rec["toolchain"], "version": rec["version"],
-                             "module": _module_state(b)})
-        return pd.DataFrame(rows, columns=["rep", "build", "toolchain", "version", "module"])
+        for b in s.builds:
+            rec = builds.get_build(b)
+            rows.append({"build": b, "toolchain": rec["toolchain"], "version": rec["version"],
+                         "module": _module_state(b)})
+        return pd.DataFrame(rows, columns=["build", "toolchain", "version", "module"])
 
     def setup(self, ctx: RunContext) -> None:
         """Compile every build's module first, not between measurements."""
@@ -89,12 +96,13 @@ class ToolchainsStudy(Study, name="toolchains", notebook="70_toolchains", seed=S
             builds.ensure_module(b)
 
     def describe(self, row) -> str:
-        return f"rep {row.rep} {row.build}"
+        return f"{row.build}{' (A/A)' if row.copy else ''}"
 
     def run_one(self, ctx: RunContext, row) -> Path:
         s: Settings = ctx.settings
-        db = ctx.path(f"db-{row.build}-r{row.rep}")
-        name = ctx.run_name(row.build, f"r{row.rep}")
+        turn = f"r{row.rep}{'a' if row.copy else ''}"    # the base's A/A second run: r<turn>a
+        db = ctx.path(f"db-{row.build}-{turn}")
+        name = ctx.run_name(row.build, turn)
         spec = spec_for(s, str(db), name, seed=1000 * row.rep, build=row.build)
         run = child.run_child(row.build, spec, ctx.root,
                               meta={"toolchain": row.toolchain, "version": row.version, "base": s.base})
@@ -110,23 +118,25 @@ class ToolchainsStudy(Study, name="toolchains", notebook="70_toolchains", seed=S
         def spec(k):   # the labels the study stored with each run (child.run_child's meta)
             return cat[f"spec.{k}"] if f"spec.{k}" in cat.columns else pd.Series(None, index=cat.index)
 
-        keys = pd.DataFrame({"study": m["study"], "rep": m["rep"].astype(int), "build": cat["rocksdb_build"],
+        keys = pd.DataFrame({"study": m["study"], "rep": m["rep"].astype(int),
+                             "copy": (m["copy"] == "a").astype(int), "build": cat["rocksdb_build"],
                              "toolchain": spec("toolchain"), "version": spec("version"), "base": spec("base"),
                              "test": cat["name"].map(TEST_OF), "run_id": cat["run_id"]}, index=cat.index)
         return tidy_frame(keys, cat, metrics.seed_columns(cat).drop(columns="test"),
                           sort=["study", "rep", "run_id", "step_index"])
 
     def complete(self, frame: pd.DataFrame) -> bool:
-        """Every build ran the same tests in every repetition, the base build among them."""
+        """Every run (a build in a turn, the base twice) ran the same tests, the base build among them (a
+        build resolved early runs in fewer turns)."""
         if frame.empty or not frame["build"].isin(frame["base"]).any():
             return False
-        return frame.groupby(["rep", "build"])["test"].apply(frozenset).nunique() == 1
+        return frame.groupby(["rep", "copy", "build"])["test"].apply(frozenset).nunique() == 1
 
     def findings(self, result: ToolchainsResult) -> str:
         return findings.findings(result)
 
     def live_table(self, result: ToolchainsResult) -> pd.DataFrame:
-        return result.frame[["rep", "build", "test", "qps", "cpuPer"]].tail(12)
+        return result.frame[["rep", "copy", "build", "test", "qps", "cpuPer"]].tail(12)
 
 
 if __name__ == "__main__":
