@@ -9,6 +9,8 @@ looks like on this machine is beside every comparison.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
@@ -22,7 +24,8 @@ __all__ = ["ratio_plot"]
 AA_COLOR = "#bbbbbb"
 MAX_SPAN = 4.0          # the y axis runs 1/4..4 at most
 TICKS = (0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2, 1.25)
-WIDE_TICKS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
+# a wide range keeps 0.9, 1.1 and 1.25: the size of the seeds' differences (0.9..1.45 would show only 1)
+WIDE_TICKS = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0)
 
 
 def _order(values: pd.Series) -> list:
@@ -39,10 +42,12 @@ def _limits(t: pd.DataFrame) -> tuple[float, float]:
 
 
 def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | None = None, ylabel: str = "",
-               title: str | None = None, width: str = "column"):
+               title: str | None = None, width: str = "column", colors: Mapping[str, str] | None = None):
     """Ratio with interval (`ratio`, `lo`, `hi`) per `x` category, one marker per `hue` value (dodged),
     a panel per `panel` value; rows whose `config` is A/A become the grey band of their category.
-    `resolved` draws filled or hollow; `turns` is written under each category. Returns the figure."""
+    `resolved` draws filled or hollow; `turns` is written under each category. `colors`: a colour per
+    `hue` value (default: style.backend_color, which hashes names that are not backends). Returns the
+    figure."""
     panels = _order(t[panel]) if panel else [None]
     fig, axes = style.figure(width=width, aspect=0.62 if len(panels) == 1 else 0.3, ncols=len(panels),
                              squeeze=False)
@@ -64,7 +69,7 @@ def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | Non
                     continue
                 r = r.iloc[0]
                 xi = j - 0.35 + width_each * (i + 0.5)
-                c = style.backend_color(str(hv))
+                c = (colors or {}).get(str(hv)) or style.backend_color(str(hv))
                 ok = bool(r["resolved"])
                 if np.isfinite(r["lo"]) and np.isfinite(r["hi"]):
                     ax.plot([xi, xi], [r["lo"], r["hi"]], color=c, lw=1.2, ls="-" if ok else "--", zorder=3)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.colors import same_color
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
@@ -118,10 +117,9 @@ def _ordered(here: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ticks(ax, lo: float, hi: float) -> None:
-    """The y range lo..hi, ticked as ratio_plot ticks it, a wide range with 0.9, 1.1 and 1.25 too (the
-    size of the post's differences: a range of 0.9..1.45 would otherwise show only 1)."""
+    """The y range lo..hi, ticked as ratio_plot ticks it (widened for the post's crosses)."""
     ax.set_ylim(lo, hi)
-    ticks = TICKS if hi / lo < 1.6 else sorted({*WIDE_TICKS, 0.9, 1.1, 1.25})
+    ticks = TICKS if hi / lo < 1.6 else WIDE_TICKS
     ax.yaxis.set_major_locator(FixedLocator([v for v in ticks if lo <= v <= hi]))
 
 
@@ -145,31 +143,6 @@ def _post(ax, post: pd.DataFrame, cats: list) -> list:
     return [(h, f"post {tc}/gcc, RocksDB {POST_VERSION} (3 servers)") for tc, h in drawn.items()]
 
 
-def _recolor(fig, colors: dict) -> None:
-    """The study's toolchain colours on ratio_plot's markers, their intervals and its legend. ratio_plot
-    colours a hue by its name as a backend's (other names hashed into the palette, where gcc and clang
-    share one); a marker's interval is the two-point vertical line at its x, drawn in its colour."""
-    for ax in fig.axes:
-        for m in [ln for ln in ax.lines if ln.get_label() in colors]:
-            old, new, x = m.get_markeredgecolor(), colors[m.get_label()], m.get_xdata()[0]
-            for ln in ax.lines:
-                xs = ln.get_xdata()
-                if len(xs) == 2 and xs[0] == xs[1] == x and same_color(ln.get_color(), old):
-                    ln.set_color(new)
-            _paint(m, new)
-    for leg in fig.legends:
-        for h, text in zip(leg.legend_handles, leg.get_texts(), strict=False):
-            if text.get_text() in colors and isinstance(h, Line2D):
-                _paint(h, colors[text.get_text()])
-
-
-def _paint(line: Line2D, color: str) -> None:
-    hollow = same_color(line.get_markerfacecolor(), "white")    # unresolved: stays hollow
-    line.set_color(color)
-    line.set_markeredgecolor(color)
-    line.set_markerfacecolor("white" if hollow else color)
-
-
 def draw_relative(t: pd.DataFrame, against: str | None = None):
     """Relative QPS per test, a panel per RocksDB version: each build's ratio with its 95% interval over
     the turns (hollow and dashed: not resolved to the target), the base's A/A interval as the grey band,
@@ -190,9 +163,7 @@ def draw_relative(t: pd.DataFrame, against: str | None = None):
     # a marker per toolchain in each version's panel, unless a version has two builds of one toolchain
     hue = "config" if cmp.duplicated(["panel", "test", "toolchain"]).any() else "toolchain"
     fig = ratio_plot(here, "test", hue=hue, panel="panel", width="page", ylabel=f"QPS ratio to {against}",
-                     title=title)
-    if hue == "toolchain":
-        _recolor(fig, {tc: c for tc, c in TOOLCHAIN_COLORS.items() if tc in set(cmp["toolchain"])})
+                     title=title, colors=TOOLCHAIN_COLORS if hue == "toolchain" else None)
     legend = True
     for ax, pv in zip(fig.axes, dict.fromkeys(here["panel"]), strict=False):
         tests = list(dict.fromkeys(here.loc[here["panel"] == pv, "test"]))   # ratio_plot's categories
