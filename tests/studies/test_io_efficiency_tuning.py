@@ -1,8 +1,10 @@
-"""rxlab.studies.io_efficiency_tuning: parameters, the ladder's construction, a real tiny study of every
-configuration, and that each configuration really changed what it says (counters, tickers, URIs), not timing.
+"""rxlab.studies.io_efficiency_tuning: parameters, the ladder's construction, the turns (fio first in each,
+the seed's setting twice), a real tiny study of every configuration, and that each configuration really
+changed what it says (counters, tickers, URIs), not timing.
 
-The study runs once for the module at smoke size with 0.3 s runs (about fifteen seconds); the tables,
-findings, figures (each redrawn from its saved table alone) and `load` are checked on it.
+The study runs once for the module at smoke size with 0.3 s runs (one turn: the smoke budget is 5 s,
+about twenty seconds); the comparisons, tables, findings, figures (each redrawn from its saved table alone)
+and `load` are checked on it.
 """
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ import pytest
 from helpers_studies import refusal, registered_outputs, saved_figures
 
 from rxlab.core import store
-from rxlab.core.study import manifest
+from rxlab.core.study import RunContext, manifest
+from rxlab.core.turns_plan import turn_rows
 from rxlab.studies.io_efficiency_tuning import CONFIGS, LADDER, STUDY, tables
+from rxlab.studies.io_efficiency_tuning import study as study_module
 from rxlab.studies.io_efficiency_tuning.params import SEED_FILE, TARGET
 from rxlab.studies.io_efficiency_tuning.result import DB_TOOL, FIO_TOOL
 
@@ -33,10 +37,13 @@ def _repo_data(monkeypatch):
     ({"configs": ["seed", "nosuch"]}, "configs=['seed', 'nosuch']: expected distinct names from: seed,"),
     ({"configs": ["io_uring"]}, "configs=['io_uring']: must include 'seed'"),
     ({"configs": ["seed", "seed"]}, "expected distinct names"),
-    ({"repeats": 0}, "repeats=0: expected None"),
+    ({"repeats": 0}, "repeats=0: expected None (turns by the stopping rule)"),
+    ({"target": 0}, "target=0: expected a half-width in percent"),
+    ({"budget": "soon"}, "budget='soon': expected None (the scale's) or a time"),
     ({"duration": "long"}, "duration='long': expected None"),
     ({"duration": 0.05}, "duration=0.05: expected None (the scale's) or seconds 0.1..3600"),
-    ({"nosuch": 1}, "unknown parameter 'nosuch': allowed are scale, configs"),
+    ({"nosuch": 1}, "unknown parameter 'nosuch': allowed are scale, target, budget, min_turns, max_turns, "
+                    "configs, repeats"),
 ])
 def test_a_bad_parameter_fails_in_one_line(kw, message):
     assert message in refusal(STUDY, **kw)
@@ -55,16 +62,56 @@ def test_each_rung_is_the_one_before_plus_one_change():
     assert [c.name for c in CONFIGS.values() if c.on_ladder] == [c.name for c in LADDER]
 
 
-def test_configs_keep_the_ladders_order_and_the_plan_loads_once_and_rotates():
-    p = STUDY.params(scale="smoke", repeats=3, configs=["default file system", "io_uring", "seed"])
+def test_configs_keep_the_ladders_order_and_a_turn_rotates_them_with_the_seed_twice():
+    p = STUDY.params(scale="smoke", configs=["default file system", "io_uring", "seed"])
     assert p.configs == ["seed", "io_uring", "default file system"]
     assert list(p.configs_table()["kind"]) == ["ladder", "ladder", "side"]
-    pl = STUDY.plan(p)
-    assert pl.iloc[0]["kind"] == "load" and (pl["kind"] == "load").sum() == 1
-    firsts = [g[g["kind"] == "read"]["config"].iloc[0] for _, g in pl[pl["rep"] >= 0].groupby("rep")]
-    assert len(set(firsts)) == 3  # no configuration always runs first
-    for _, g in pl[pl["rep"] >= 0].groupby("rep"):
-        assert g.iloc[0]["kind"] == "fio" and len(g) == 4
+    units = STUDY.plan(p)
+    assert list(units.columns) == ["config"] and list(units["config"]) == p.configs   # one turn, no load
+    turns = [turn_rows(units, STUDY.compare, t) for t in range(8)]
+    for t, rows in enumerate(turns):
+        assert (rows["rep"] == t).all() and len(rows) == 4
+        assert sorted(rows.loc[rows["config"] == "seed", "copy"]) == [0, 1]        # the A/A pair
+        assert (rows.loc[rows["config"] != "seed", "copy"] == 0).all()
+    assert len({tuple(r["config"]) for r in turns}) == 8                          # the order moves
+    assert {r["config"].iloc[0] for r in turns} == set(p.configs)                 # each goes first
+    # `repeats` runs exactly that many turns; otherwise the rule (target, budget) decides
+    four = STUDY.params(scale="smoke", repeats=4).rule()
+    assert (four.min_turns, four.max_turns, four.budget_s) == (4, 4, None)
+    rule = STUDY.params(scale="small").rule()
+    assert rule.budget_s == 264.0 and rule.max_turns is None and rule.target == 2.0
+
+
+def test_the_db_loads_once_and_each_turn_runs_fio_before_its_first_read(tmp_path, monkeypatch):
+    """Three turns with the runs themselves faked (what each would run is recorded): the load once, in
+    setup, then in each turn fio first, then every configuration once and the seed's setting twice."""
+    calls: list[tuple] = []
+
+    def read(spec, root, progress, meta):
+        calls.append((meta["kind"], meta["rep"], meta["copy"], meta["config"], spec.seed))
+        return tmp_path / spec.name
+
+    def fio_run(root, filename, meta, **kw):
+        calls.append(("fio", meta["rep"], meta["copy"], meta["config"], kw["seed"]))
+        return tmp_path / meta["name"]
+
+    monkeypatch.setattr(study_module.driver, "run", read)
+    monkeypatch.setattr(study_module.fio, "run_stored", fio_run)
+    monkeypatch.setattr(study_module.fio, "layout", lambda *a, **k: True)
+    p = STUDY.params(scale="smoke", configs=["seed", "io_uring"], db_dir=str(tmp_path))
+    ctx = RunContext(STUDY, "20261128T000000abcd", p, p.settings(), tmp_path, tmp_path)
+    STUDY.setup(ctx)
+    assert calls == [("load", -1, 0, "", 0)] and len(ctx.runs) == 1
+    returned = []
+    for t in range(3):
+        for row in turn_rows(STUDY.plan(p), STUDY.compare, t).itertuples(index=False):
+            returned.append(len(STUDY.run_one(ctx, row)))
+    assert returned == [2, 1, 1] * 3    # the turn's first read comes with its fio
+    for t in range(3):
+        turn = [c for c in calls if c[1] == t]
+        assert turn[0][0] == "fio" and [c[0] for c in turn[1:]] == ["read"] * 3
+        assert sorted((c[3], c[2]) for c in turn[1:]) == [("io_uring", 0), ("seed", 0), ("seed", 1)]
+        assert len({c[4] for c in turn[1:]}) == 1    # every read of a turn reads the same keys
 
 
 @pytest.fixture(scope="module")
@@ -79,11 +126,15 @@ def _row(result, config):
     return f[f["config"] == config].iloc[0]
 
 
-def test_every_configuration_ran_against_its_repetitions_fio(result):
+def test_every_configuration_ran_against_its_turns_fio(result):
     f = result.frame
     assert set(f.loc[f["tool"] == DB_TOOL, "config"]) == set(CONFIGS) and result.configs == list(CONFIGS)
-    assert (f["tool"] == FIO_TOOL).sum() == 1
-    assert len(result.runs) == 1 + 1 + len(CONFIGS)   # the load, fio, a run per configuration
+    assert (f["tool"] == FIO_TOOL).sum() == 1 and set(f["rep"]) == {0}    # smoke's budget: one turn
+    # the load, fio, a run per configuration and the seed's A/A copy
+    assert len(result.runs) == 1 + 1 + len(CONFIGS) + 1
+    assert f.groupby("config")["copy"].apply(sorted).to_dict() == {"": [0], **{c: [0] for c in CONFIGS},
+                                                                   "seed": [0, 1]}
+    assert f.loc[f["copy"] == 1, "run_name"].str.endswith("-r0a-seed").all()   # the A/A copy's name
     assert all(store.is_complete(r) for r in result.runs)
     r = tables.efficiency_rows(result)
     fio_iops = f.loc[f["tool"] == FIO_TOOL, "iops"].iloc[0]
@@ -121,9 +172,35 @@ def test_each_configuration_changed_what_it_says(result):
     assert "sqpoll=1" in _row(result, "sqpoll")["backend"]
 
 
+def test_every_comparison_has_its_interval_and_the_a_a_row_and_says_why_it_is_unresolved(result):
+    """At smoke the budget (5 s) holds one turn: every io.eff ratio to the seed's setting is there, none
+    resolved, and the table, the figure and the findings say so."""
+    c = STUDY.table("comparisons", result)
+    assert {"ratio", "lo", "hi", "half_width", "resolved", "turns", "status"} <= set(c.columns)
+    assert set(c["config"]) == (set(CONFIGS) - {"seed"}) | {"A/A"} and set(c["base"]) == {"seed"}
+    assert (c["ratio"] > 0).all() and not c["resolved"].any() and (c["turns"] == 1).all()
+    assert (c["status"] == "unresolved: too few turns (1 < 3), budget").all()
+    # the ratio is the turn's io.eff over the seed's (the geometric mean of its two runs)
+    r = tables.efficiency_rows(result).groupby(["config", "copy"])["io.eff"].first()
+    seed = np.sqrt(r["seed", 0] * r["seed", 1])
+    got = c.set_index("config")["ratio"]
+    assert np.isclose(got["io_uring"], r["io_uring", 0] / seed)
+    assert np.isclose(got["A/A"], r["seed", 1] / r["seed", 0])
+    assert result.turns["stopped"] == "budget" and manifest(result.root, result.study)["turns"]["turns"] == 1
+    fig = STUDY.figures["ioeff_tuning_ratio"].data(result)   # drawn and saved in the figures' test
+    # each configuration in the ladder's order, the seed's A/A row beside it (the band)
+    cmp = fig[fig["config"] != "A/A"]
+    assert list(cmp["config"]) == [n for n in CONFIGS if n != "seed"]
+    assert (fig.groupby("label")["config"].apply(lambda x: "A/A" in set(x))).all()
+    assert "half_width" in fig.columns and not fig["resolved"].any()
+    text = STUDY.findings(result)
+    assert "0 of 12 io.eff ratios to seed resolved; unresolved, not to be read as differences" in text
+
+
 def test_tables_and_accounting_are_consistent(result):
     t = STUDY.table("configs", result)
     assert t.index[0] == "fio sync qd1" and list(t.index[1:]) == list(CONFIGS)
+    assert t.loc["seed", "n"] == 2 and (t.drop(index=["fio sync qd1", "seed"])["n"] == 1).all()
     assert (t["io.eff_min"] <= t["io.eff"] + 1e-12).iloc[1:].all()
     acc = STUDY.table("accounting", result)
     assert list(acc.index) == [c.name for c in LADDER]
@@ -134,7 +211,7 @@ def test_tables_and_accounting_are_consistent(result):
                        -np.diff(acc["cpuPer"].to_numpy()))   # means: the parts add up
     cpu = tables.efficiency_rows(result).groupby("config")["cpuPer"].median()
     assert np.isclose(acc.loc["seed", "cpuPer"], cpu["seed"])
-    assert acc["noise_us"].isna().all()   # one repetition: no noise estimate
+    assert acc["noise_us"].isna().all()   # one turn: no noise estimate
     # busy polling (SQPOLL, the spinning reader) is left out of the model and its held-out predictions
     busy = {c.name for c in CONFIGS.values() if c.busy_polls}
     assert busy == {"sqpoll", "spin"}
@@ -161,12 +238,17 @@ def test_findings_name_the_baseline_the_best_and_the_side_configurations(result)
 
 
 def test_each_figure_is_drawn_from_its_table_alone(result, tmp_path):
-    assert list(STUDY.figures) == ["ioeff_tuning", "ioeff_tuning_latency"]
+    assert list(STUDY.figures) == ["ioeff_tuning", "ioeff_tuning_ratio", "ioeff_tuning_latency"]
     for s in saved_figures(STUDY, result, tmp_path):
         assert f"{SEED_FILE}: ioeff_efficiency" in s.side["published_sources"]
-        assert s.again.axes and s.again.axes[0].patches   # bars drawn from the CSV alone
+        assert s.again.axes
+        if s.name != "ioeff_tuning_ratio":
+            assert s.again.axes[0].patches   # bars drawn from the CSV alone
     t = pd.read_csv(tmp_path / "ioeff_tuning.csv")
     assert set(t["kind"]) == {"median", "rep", "target", "published"}
+    # one turn resolves nothing: every bar but the seed's own is hollow
+    vs = t[t["kind"] == "median"].set_index("config")["vs_seed"]
+    assert vs["seed"] == "base" and (vs.drop("seed") == "unresolved").all()
     assert t.loc[t["kind"] == "published", "io.eff"].tolist() == [0.842]   # the seed's readrandom2, 1 user
     assert t.loc[t["kind"] == "target", "io.eff"].tolist() == [TARGET]
     assert list(t.loc[t["kind"] == "median", "config"]) == list(CONFIGS)

@@ -1,13 +1,22 @@
 """What a tuning study measured, in Markdown bullets with the numbers: fio, the seed's setting, the best
-configuration, each rung against the one before, the side configurations."""
+configuration, each rung against the one before, the side configurations, and which io.eff ratios to the
+seed's setting the turns resolved."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
+from rxlab.core.resolution import AA, format_comparison
 from rxlab.studies.io_efficiency_tuning.configs import CONFIGS, SIDE
 from rxlab.studies.io_efficiency_tuning.params import TARGET
 from rxlab.studies.io_efficiency_tuning.result import TuningResult
-from rxlab.studies.io_efficiency_tuning.tables import accounting, config_table, efficiency_rows, paired_noise
+from rxlab.studies.io_efficiency_tuning.tables import (
+    accounting,
+    comparison_table,
+    config_table,
+    efficiency_rows,
+    paired_noise,
+)
 
 __all__ = ["findings"]
 
@@ -16,6 +25,7 @@ def findings(result: TuningResult) -> str:
     """The study's numbers in sentences: fio, the seed configuration, the best, and each rung."""
     t = config_table(result)
     acc = accounting(result)
+    cmp = comparison_table(result).set_index("config")
     fio = t.loc["fio sync qd1"]
     seed = t.loc["seed"]
     best = max((c for c in t.index if c in CONFIGS and not CONFIGS[c].busy_polls),
@@ -28,7 +38,9 @@ def findings(result: TuningResult) -> str:
         f"{seed['cpuPer']:.1f} us CPU per query ({seed['usPer']:.1f} user, {seed['syPer']:.1f} system).",
         f"- Best without busy polling: **{best}**, io.eff {b['io.eff']:.3f} (range {b['io.eff_min']:.3f}-"
         f"{b['io.eff_max']:.3f} over {int(b['n'])} runs), {b['cpuPer']:.1f} us CPU per query: "
-        + ("at or above" if b["io.eff"] >= TARGET else "below") + f" the target {TARGET:.2f}.",
+        + ("at or above" if b["io.eff"] >= TARGET else "below") + f" the target {TARGET:.2f}"
+        + (f"; its io.eff over the seed's: {format_comparison(cmp.loc[best])}" if best in cmp.index else "")
+        + ".",
     ]
     if best in acc.index and best != "seed":
         r = efficiency_rows(result)
@@ -37,8 +49,8 @@ def findings(result: TuningResult) -> str:
         cpu = acc.loc["seed", "cpuPer"] - acc.loc[best, "cpuPer"]
         pred = acc.loc["seed", "lat_pred_us"] - acc.loc[best, "lat_pred_us"]
         noise = paired_noise(d)
-        spread = (f" +- {noise:.1f} us (paired by repetition, two standard errors)" if np.isfinite(noise)
-                  else " us (one repetition: no noise estimate)")
+        spread = (f" +- {noise:.1f} us (paired by turn, two standard errors)" if np.isfinite(noise)
+                  else " us (one turn: no noise estimate)")
         lines.append(f"- From the seed's setting to {best}: {cpu:.1f} us of CPU per query saved (means), "
                      f"which the model turns into {pred:.1f} us of latency; measured {d.mean():.1f}{spread}.")
     for c in acc.index[1:]:
@@ -54,4 +66,25 @@ def findings(result: TuningResult) -> str:
             s = t.loc[c]
             lines.append(f"- {c} (side): io.eff {s['io.eff']:.3f}, {s['cpuPer']:.1f} us CPU per query in the "
                          f"process, {s['host_cpuPer']:.1f} us busy CPU per query on the whole machine.")
+    lines += _resolution(cmp.reset_index())
     return "\n".join(lines)
+
+
+def _resolution(c: pd.DataFrame) -> list[str]:
+    """What the turns resolved: the io.eff ratios to the seed's setting resolved to the target, those not
+    (with why), and the A/A control's spread beside them."""
+    ratios, aa = c[c["config"] != AA], c[c["config"] == AA]
+    if ratios.empty:
+        return []
+    ok, bad = ratios[ratios["resolved"].astype(bool)], ratios[~ratios["resolved"].astype(bool)]
+    text = (f"- In turns ({int(ratios['turns'].max())} at most): {len(ok)} of {len(ratios)} io.eff ratios to "
+            f"{ratios['base'].iloc[0]} resolved")
+    if len(ok):
+        text += " (" + "; ".join(f"{r.config} {r.ratio:.3f} +-{r.half_width:.1f}%"
+                                 for r in ok.itertuples()) + ")"
+    if len(bad):
+        text += "; unresolved, not to be read as differences: " + "; ".join(
+            f"{r.config} {r.ratio:.3f} ({r.status.removeprefix('unresolved: ')})" for r in bad.itertuples())
+    if aa["half_width"].notna().any():
+        text += f"; A/A control {aa['ratio'].iloc[0]:.3f} +-{aa['half_width'].iloc[0]:.1f}%"
+    return [text + "."]

@@ -1,42 +1,42 @@
-"""The tuning study's tables: io.eff per configuration, the model's accounting per rung, held-out errors."""
+"""The tuning study's tables: io.eff per configuration, its ratios to the seed's setting measured in turns,
+the model's accounting per rung, held-out errors."""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pandas as pd
 
 from rxlab.bench.ioeff.model_rows import config_errors
-from rxlab.core import metrics, model, stats
+from rxlab.core import model, stats
+from rxlab.core.turns_plan import result_comparisons
 from rxlab.studies.io_efficiency_tuning.configs import CONFIGS, LADDER
-from rxlab.studies.io_efficiency_tuning.result import DB_TOOL, FIO_TOOL, TuningResult
+from rxlab.studies.io_efficiency_tuning.params import COMPARE
+from rxlab.studies.io_efficiency_tuning.result import DB_TOOL, FIO_TOOL, TuningResult, read_rows
 
-__all__ = ["COLUMNS", "TABLES", "accounting", "config_table", "efficiency_rows", "fit_model", "held_out",
-           "held_out_by_config", "model_rows", "paired_noise", "predicted_rows"]
+__all__ = ["COLUMNS", "TABLES", "accounting", "comparison_table", "config_table", "efficiency_rows",
+           "fit_model", "held_out", "held_out_by_config", "model_rows", "paired_noise", "predicted_rows"]
 
 COLUMNS = ("qps", "iops", "reqsz", "usPer", "syPer", "cpuPer", "rx.lat", "io.lat", "io.eff", "us.inc",
            "cpu.inc", "host_cpuPer", "reads_per_query")
 
 
 def efficiency_rows(result: TuningResult) -> pd.DataFrame:
-    """Every read run with io.eff, us.inc and cpu.inc against its own repetition's fio
-    (rxlab.core.metrics.efficiency), and reads per query."""
-    f = result.frame
-    fio, db = f[f["tool"] == FIO_TOOL], f[f["tool"] == DB_TOOL]
-    parts = []
-    for rep, g in db.groupby("rep"):
-        b = fio[fio["rep"] == rep]
-        if b.empty:
-            raise ValueError(f"study {result.study}: repetition {rep} has no fio baseline")
-        base = b.iloc[[0]][["iops", "usPer", "cpuPer"]]
-        eff = metrics.efficiency(g[["qps", "iops", "usPer", "cpuPer"]], base)
-        parts.append(g.assign(**{c: eff[c] for c in metrics.EFFICIENCY_COLUMNS}))
-    out = pd.concat(parts).sort_index()
-    out["reads_per_query"] = out["iops"] / out["qps"]
-    return out
+    """Every read run with io.eff, us.inc and cpu.inc against its own turn's fio
+    (rxlab.core.metrics.efficiency), and reads per query (result.read_rows)."""
+    return read_rows(result.frame)
+
+
+def comparison_table(result: TuningResult) -> pd.DataFrame:
+    """Every configuration's io.eff over the seed's setting's with its 95% interval over the turns
+    (resolved or not, and why), then the seed's A/A row: rxlab.core.turns_plan's comparisons of the
+    read runs."""
+    return result_comparisons(dataclasses.replace(result, frame=efficiency_rows(result)), COMPARE)
 
 
 def config_table(result: TuningResult) -> pd.DataFrame:
-    """Per configuration (the ladder's order, then the side ones): medians over the repetitions,
-    io.eff's range, and fio's medians as the first row."""
+    """Per configuration (the ladder's order, then the side ones): medians over its runs (the seed's
+    setting runs twice a turn), io.eff's range, and fio's medians as the first row."""
     r = efficiency_rows(result)
     med = stats.medians(r, ["config"], COLUMNS, sort=False)
     rng = r.groupby("config")["io.eff"].agg(["min", "max"]).rename(
@@ -86,7 +86,7 @@ def predicted_rows(result: TuningResult) -> pd.DataFrame:
 def accounting(result: TuningResult) -> pd.DataFrame:
     """Each ladder rung against the one before, in microseconds per query and in io.eff.
 
-    Means over the repetitions (not medians), so that the parts add up: the
+    Means over the turns (not medians), so that the parts add up: the
     user and system CPU saved sum to the CPU saved, which the model turns
     into the predicted latency saved.
 
@@ -94,7 +94,7 @@ def accounting(result: TuningResult) -> pd.DataFrame:
     saved_pred_us: the latency the model predicts saved (the CPU saved plus
     any change of reads per query times the device term); saved_meas_us: the
     latency per query measured saved (1e6 / qps); unexplained_us: measured
-    minus predicted; noise_us: two standard errors of the per-repetition
+    minus predicted; noise_us: two standard errors of the per-turn
     differences of measured latency (a saving smaller than it is not
     resolved). io.eff and the model's io.eff (fitted on every rung, fio as
     the device term) after the rung.
@@ -103,8 +103,8 @@ def accounting(result: TuningResult) -> pd.DataFrame:
     cols = ["usPer", "syPer", "cpuPer", "reads_per_query", "lat_pred_us", "lat_meas_us", "io.eff",
             "io.eff_pred"]
     mean = r.groupby("config", sort=False)[cols].mean()
-    # per repetition: the rungs of one repetition ran minutes apart, so their difference cancels
-    # the machine's slower drift (the noise of a saving is that of these paired differences)
+    # per turn: the rungs of one turn ran minutes apart, so their difference cancels the machine's
+    # slower drift (the noise of a saving is that of these paired differences)
     lat = r.pivot_table(index="rep", columns="config", values="lat_meas_us", aggfunc="mean")
     out, prev = [], None
     for c in (x.name for x in LADDER):
@@ -148,14 +148,15 @@ def held_out(result: TuningResult) -> pd.DataFrame:
 
 
 def held_out_by_config(result: TuningResult) -> pd.DataFrame:
-    """held_out's predictions on each configuration's median over its repetitions
+    """held_out's predictions on each configuration's median over its runs
     (rxlab.bench.ioeff.model_rows.config_errors): the targets are judged on medians, and one
-    repetition carries the host's drift."""
+    turn carries the host's drift."""
     return config_errors(held_out(result), by=["config"]).set_index("config")
 
 
 TABLES = {
     "configs": config_table,
+    "comparisons": comparison_table,
     "accounting": accounting,
     "held_out": held_out,
     "held_out_by_config": held_out_by_config,
