@@ -1,26 +1,30 @@
-"""rxlab.studies.io_efficiency: parameters, plan, the store round trip, the seed's tables, figures, real IO.
+"""rxlab.studies.io_efficiency: parameters, turns, the store round trip, the seed's tables, comparisons,
+figures, real IO.
 
 Most tests read a synthetic study (tests/studies/helpers_ioeff.py: raw step
 counters chosen so that every seed column has a known value) through the
 same path as a real one: catalog -> frame -> load -> tables. One real tiny
 study (posix, one client, both block_align settings, 0.3 s steps) runs the
-protocol end to end: Study.run, the manifest, the scratch directory, load.
+protocol end to end in turns: Study.run, the manifest, the scratch directory,
+load, the comparisons.
 """
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from collections import namedtuple
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
-from helpers_ioeff import CPU_INC, EFF, FIO_CPU_US, FP, STUDY_ID, raw, stored_study, write_study
+from helpers_ioeff import CPU_INC, EFF, FIO_CPU_US, FP, REP_SCALE, STUDY_ID, raw, stored_study, write_study
 from helpers_studies import refusal, registered_outputs, saved_figures
+from matplotlib import pyplot as plt
 
 from rxlab.bench import driver
 from rxlab.core import published, store
 from rxlab.core.study import FULL_DISK_FRACTION, FULL_MAX_BYTES, manifest
+from rxlab.core.turns_plan import turn_rows
 from rxlab.studies.io_efficiency import STUDY, findings, matching, params, same_as, sequence, tables
 from rxlab.studies.io_efficiency import figures as ioeff_figures
 
@@ -55,6 +59,18 @@ def test_params_defaults_and_normalisation():
     assert isinstance(s.table(), pd.DataFrame)
 
 
+def test_the_turns_budget_by_scale_and_repeats_as_exact_turns():
+    """smoke keeps the common 5 s (one turn: CI time does not grow); small holds the 941 s the study took
+    before turns, less what runs outside them; repeats=N is exactly N turns."""
+    assert STUDY.params(scale="smoke").rule().budget_s == 5.0
+    r = STUDY.params(scale="small").rule()
+    assert r.budget_s == params.SMALL_BUDGET_S and params.SMALL_BUDGET_S + 90 <= 941
+    assert (r.target, r.min_turns, r.max_turns) == (2.0, 3, None)
+    assert STUDY.params(scale="smoke", budget="90s", target=5).rule().budget_s == 90.0
+    r = STUDY.params(scale="small", repeats=2).rule()
+    assert (r.min_turns, r.max_turns, r.budget_s) == (2, 2, None)
+
+
 @pytest.mark.parametrize(("kw", "message"), [
     ({"scale": "huge"}, "scale='huge': allowed are smoke, small, full"),
     ({"threads": [0]}, "threads=[0]: expected a non-empty list of distinct integers 1..256"),
@@ -79,7 +95,10 @@ def test_params_defaults_and_normalisation():
     ({"db_size": "lots"}, "db_size='lots'"),
     ({"db_dir": "/proc/rxlab-x"},
      "db_dir='/proc/rxlab-x': /proc (the nearest existing part of /proc/rxlab-x) is not writable"),
-    ({"nosuch": 1}, "unknown parameter 'nosuch': allowed are scale, backend, threads"),
+    ({"target": 0}, "target=0: expected a half-width in percent"),
+    ({"budget": "soon"}, "budget='soon'"),
+    ({"nosuch": 1}, "unknown parameter 'nosuch': allowed are scale, target, budget, min_turns, max_turns, "
+                    "backend, threads"),
 ])
 def test_bad_parameters_fail_on_one_line_naming_them(kw, message):
     assert message in refusal(STUDY, **kw)
@@ -117,27 +136,37 @@ def test_with_delays():
         STUDY.params(scale="smoke", backend="default").with_delays([0, 100])
 
 
-def test_plan_alternates_fio_and_rocksdb_and_rotates():
-    p = STUDY.params(scale="smoke", repeats=2)
-    pl = STUDY.plan(p)
-    assert len(pl) == 2 * 2 * 5
-    first = pl[pl["rep"] == 0]
-    # undelayed, fio also runs placed away from the interrupt's CPU, and reading unaligned blocks
-    assert first["tool"].tolist() == ["rxlab-fio", "rxlab-fio-away", "rxlab-fio-unaligned", "rocksdb",
-                                      "rocksdb"] * 2
-    assert first["threads"].tolist() == [1] * 5 + [2] * 5
-    assert first["block_align"].tolist()[3:5] == [True, False]
-    second = pl[pl["rep"] == 1]
-    assert second["threads"].tolist() == [2] * 5 + [1] * 5
-    assert second["block_align"].tolist()[3:5] == [False, True]
-    delayed = STUDY.plan(p.with_delays([0, 100]))
-    assert (delayed["tool"] == "rxlab-fio-away").sum() == 2  # delay 0 only
-    # unaligned reads matter only where block_align off is studied (the delay study has it on)
-    assert "rxlab-fio-unaligned" not in set(delayed["tool"])
-    both = STUDY.plan(dataclasses.replace(p, delay_us=[0, 100]))
-    assert (both["tool"] == "rxlab-fio-unaligned").sum() == 4  # delay 0 only
-    for _, g in pl.groupby(["rep", "threads", "delay_us"]):
-        assert g["tool"].iloc[0] == "rxlab-fio"   # every RocksDB run follows its own fio baseline
+def _turns(p, n=4) -> pd.DataFrame:
+    """The rows of the first n turns, as the protocol orders them (every setting active)."""
+    units = STUDY.plan(p)
+    return pd.concat([turn_rows(units, STUDY.compare, t) for t in range(n)], ignore_index=True)
+
+
+def test_each_turn_runs_fio_and_each_setting_once_and_the_base_twice():
+    p = STUDY.params(scale="smoke", block_align=[False, True])
+    units = STUDY.plan(p)
+    assert len(units) == 2 * 2
+    # the main setting (on) first whatever the order given: the base, and the only one fio goes before
+    assert units["setting"].tolist() == ["block_align on", "block_align off"] * 2
+    assert units["fio_first"].tolist() == [True, False] * 2
+    plan = _turns(p)
+    assert len(plan) == 4 * 2 * 3
+    for (rep, t), g in plan.groupby(["rep", "threads"]):
+        assert sorted(zip(g["setting"], g["copy"], strict=True)) == [
+            ("block_align off", 0), ("block_align on", 0), ("block_align on", 1)], (rep, t)
+        fio = g[g["fio_first"].astype(bool) & (g["copy"] == 0)]     # where run_one runs fio's baseline
+        assert fio["setting"].tolist() == ["block_align on"], (rep, t)
+    # the groups (client counts) and the settings' order move from turn to turn
+    first = plan.drop_duplicates("rep")["threads"].tolist()
+    assert first == [1, 2, 1, 2]
+    one = plan[plan["threads"] == 1]
+    orders = [list(zip(g["setting"], g["copy"], strict=True)) for _, g in one.groupby("rep")]
+    assert orders[1] == orders[0][::-1] and orders[2] != orders[0]
+    assert STUDY.describe(next(plan.itertuples())).endswith("after fio")
+    # the delay study (one client, one setting): the base alone, twice a turn, per delay
+    delayed = _turns(p.with_delays([0, 100]), 1)
+    assert delayed[["delay_us", "copy"]].values.tolist() == [[0, 0], [0, 1], [100, 0], [100, 1]]
+    assert set(delayed["setting"]) == {"block_align off"}
 
 
 def test_sequence_is_the_seeds_with_single_threaded_loads():
@@ -179,6 +208,12 @@ def test_study_frame_from_the_store(study):
     for c in ("study", "rep", "tool", "backend", "threads", "block_align", "delay_us", "test", "run_id",
               "qps", "iops", "reqsz", "usPer", "syPer", "cpuPer", "rx.lat", "io.lat"):
         assert c in f.columns, c
+    # the turns' columns: no A/A copy in a study stored before turns; the comparisons' configuration and key
+    assert (f["copy"] == 0).all()
+    assert set(db["setting"]) == {"block_align on", "block_align off"} and fio["setting"].isna().all()
+    seed = f[f["seed_test"].notna()]
+    assert (seed["tool"] == "rocksdb").all() and (seed["seed_test"] == seed["test"]).all()
+    assert set(seed["test"]) == set(params.SEED_TESTS) and fill["seed_test"].isna().all()
 
 
 def test_load_filters_and_skips_incomplete(tmp_path):
@@ -257,7 +292,7 @@ def test_seed_tables_shapes_and_columns(study):
 
 def test_the_studys_tables_stack_the_seeds_by_title(study):
     assert list(STUDY.tables) == ["fio", "db_bench", "io_eff", "block_align", "block_align_effect",
-                                  "background_io"]
+                                  "background_io", "comparisons"]
     db = STUDY.table("db_bench", study)
     assert db["table"].unique().tolist() == ["db_bench 1 user", "db_bench 2 users"] and len(db) == 12
     ba = STUDY.table("block_align", study)
@@ -311,6 +346,9 @@ def test_one_block_align_setting_has_no_block_align_tables(tmp_path):
     assert STUDY.table("block_align", res).empty and STUDY.table("block_align_effect", res).empty
     with pytest.raises(ValueError, match="one block_align setting"):
         STUDY.figure("ioeff_block_align", res, save=False)
+    c = STUDY.table("comparisons", res)       # io.eff alone: nothing to compare block_align with
+    assert set(c["metric"]) == {"iops"} and set(c["config"]) == {"block_align off"}
+    assert (c["turns"] == 1).all()
     done = STUDY.save_outputs(res, tmp_path / "out")
     assert done["figures"] == ["ioeff_qps", "ioeff_ioeff"] and len(done["failed"]) == 2
 
@@ -322,14 +360,69 @@ def test_round_like_seed():
     assert r.iloc[0].tolist() == [8282, 11.643, 0.844, 8.5, "x"]
 
 
+def _write_aa_copies(root, factor: float, reps=3, threads=(1, 2)) -> None:
+    """The A/A copies a study in turns stores beside write_study's runs: block_align on's second sequence
+    of each turn (r<turn>a), its reads `factor` times the first's."""
+    for rep in range(reps):
+        for t in threads:
+            spec = {"name": f"ioeff-{STUDY_ID}-r{rep}a-t{t}-d0-ba1", "backend": "posix", "threads": t,
+                    "block_align": True, "scale": "smoke", "steps": ["io_efficiency"]}
+            with store.RunWriter(root, spec, FP) as w:
+                w.add_step({**raw("fillseq", 30_000, 0, 3.0, 2.0), "threads": 1, "backend": "posix"})
+                for test, eff in EFF.items():
+                    reads = round(10_000 * t * eff * REP_SCALE[rep] * factor)
+                    cpu = FIO_CPU_US + CPU_INC[test]
+                    w.add_step({**raw(test, reads, reads, cpu * 0.6, cpu * 0.4), "threads": t,
+                                "backend": "posix", "fs.reads": reads})
+
+
+def test_every_comparison_has_its_interval_its_a_a_row_and_says_why_it_is_unresolved(tmp_path):
+    """block_align off over on per turn, and io.eff as a ratio to the same turn's fio run, each with its
+    t-interval over the turns and the base's A/A row (its second run of a turn over its first)."""
+    root = tmp_path / "runs"
+    write_study(root)
+    _write_aa_copies(root, 1.01)
+    res = STUDY.load(root)
+    assert set(res.frame["copy"]) == {0, 1}
+    c = STUDY.table("comparisons", res)
+    assert list(c.columns) == ["delay_us", "threads", "test", "metric", "base", "config", "comparison",
+                               "ratio", "lo", "hi", "half_width", "resolved", "turns", "status"]
+    assert (c["turns"] == 3).all() and set(c["test"]) == set(params.SEED_TESTS)
+    ba, io = c[c["metric"] == "qps"], c[c["metric"] == "iops"]
+    # block_align: 0.93 of block_align on in every turn, on being the geometric mean of its two runs
+    off = ba[ba["config"] == "block_align off"]
+    assert len(off) == 6 and set(off["base"]) == {"block_align on"}
+    assert off["ratio"].to_numpy() == pytest.approx(0.93 / np.sqrt(1.01), rel=1e-4)
+    assert off["resolved"].all() and (off["status"] == "resolved").all()
+    aa = c[c["config"] == "A/A"]
+    assert len(aa) == 12 and aa["ratio"].to_numpy() == pytest.approx(1.01, rel=1e-4)
+    assert set(aa["comparison"]) == {"block_align on A/A"}
+    # io.eff: each turn's RocksDB reads over that turn's fio run; the turns differ by +-2% (REP_SCALE)
+    eff = io[io["config"] != "A/A"]
+    assert set(eff["base"]) == {"fio"} and set(eff["config"]) == {"block_align on", "block_align off"}
+    on = eff[eff["config"] == "block_align on"].set_index(["threads", "test"])["ratio"]
+    drift = np.prod(REP_SCALE) ** (1 / 3)
+    for (t, test), v in on.items():
+        assert v == pytest.approx(EFF[test] * drift * np.sqrt(1.01), rel=1e-3), (t, test)
+    log = np.log(REP_SCALE)
+    hw = 100 * np.expm1(4.302653 * log.std(ddof=1) / np.sqrt(3))
+    assert eff["half_width"].to_numpy() == pytest.approx(hw, rel=0.02)
+    assert (eff["lo"] < eff["ratio"]).all() and (eff["ratio"] < eff["hi"]).all() and not eff["resolved"].any()
+    assert set(eff["status"]) == {f"unresolved: +-{hw:.1f}% > +-2%"}
+    text = STUDY.findings(res)
+    assert "block_align's effect on QPS (ratio to block_align on): 6 of 6 resolved" in text
+    assert "io.eff (device read IOPS over fio's of the same turn): 0 of 12 resolved" in text
+    assert "unresolved, not to be read as differences: 1 user readrandom block_align on / fio" in text
+
+
 def test_findings_and_the_background_check(study, tmp_path):
     t = tables.seed_tables(study)
     bg = tables.background_io(study)
     assert set(bg["tool"]) == {"rxlab-fio", "rocksdb"} and bg["excess_pct"].abs().max() < 1e-9
     text = findings.table_findings(t, bg)
     assert text.startswith("- The device was quiet")
-    assert "io.eff at 1 user: 0.700 to 0.900 here against 0.842 to 0.849 in the seed" in text
-    assert STUDY.findings(study) == text
+    assert "io.eff at 1 user: 0.700 to 0.900 here (medians) against 0.842 to 0.849 in the seed" in text
+    assert STUDY.findings(study).startswith(text + "\n- In turns, ")
     busy = stored_study(tmp_path / "busy", threads=(1,), block_align=(True,), reps=1, excess=0.5)
     bg = tables.background_io(busy)
     assert bg.loc[bg["tool"] == "rxlab-fio", "excess_pct"].iloc[0] == pytest.approx(50.0)
@@ -341,13 +434,40 @@ def test_findings_and_the_background_check(study, tmp_path):
 
 def test_the_four_figures_are_drawn_from_their_tables_alone(study, tmp_path):
     assert list(STUDY.figures) == ["ioeff_qps", "ioeff_ioeff", "ioeff_block_align", "ioeff_reqsz"]
+    ratios = {"ioeff_ioeff", "ioeff_block_align"}
     for s in saved_figures(STUDY, study, tmp_path):
         assert s.side["study_id"] == STUDY_ID and len(s.side["runs"]) == 18
         assert f"{params.SEED_FILE}: ioeff_efficiency" in s.side["published_sources"]
-        # the saved table alone redraws the figure: the same bars, the same legend
-        assert len(s.again.axes[0].patches) == len(s.fig.axes[0].patches) > 0, s.name
-        assert [t.get_text() for t in s.again.axes[0].get_legend().get_texts()] == \
-               [t.get_text() for t in s.fig.axes[0].get_legend().get_texts()]
+        # the saved table alone redraws the figure: the same bars or markers, the same legend
+        if s.name in ratios:
+            assert len(s.again.axes) == len(s.fig.axes) == 2, s.name      # a panel per client count
+            assert [len(a.lines) for a in s.again.axes] == [len(a.lines) for a in s.fig.axes], s.name
+            legends = [[t.get_text() for t in f.legends[0].get_texts()] for f in (s.fig, s.again)]
+        else:
+            assert len(s.again.axes[0].patches) == len(s.fig.axes[0].patches) > 0, s.name
+            legends = [[t.get_text() for t in f.axes[0].get_legend().get_texts()] for f in (s.fig, s.again)]
+        assert legends[0] == legends[1], s.name
+    # the comparisons drawn: their rows with the panel and the seed's ratio beside
+    io = pd.read_csv(tmp_path / "ioeff_ioeff.csv")
+    assert {"config", "ratio", "lo", "hi", "half_width", "resolved", "turns", "panel", "seed"} \
+        <= set(io.columns)
+    assert set(io["panel"]) == {"1 user", "2 users"} and not io["resolved"].any()
+    pub = published.load("ioeff_efficiency").set_index(["users", "test"])["io.eff"]
+    two = io[io["panel"] == "2 users"].set_index("test")["seed"]
+    assert two["readrandom2"].tolist() == [pub[(6, "readrandom2")]] * 2
+    ba = pd.read_csv(tmp_path / "ioeff_block_align.csv")
+    assert set(ba["config"]) == {"block_align off"} and ba["resolved"].all()
+    db = published.load("ioeff_db_bench").set_index(["table", "test"])["qps"]
+    seed = ba.set_index(["panel", "test"])["seed"]
+    assert seed[("1 user", "readrandom")] == pytest.approx(db[("block_align disabled", "readrandom")]
+                                                           / db[("block_align enabled", "readrandom")])
+    # unresolved drawn hollow, and said in the legend; the seed's diamonds beside
+    fig = ioeff_figures.draw_ioeff(io)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "unresolved (hollow, dashed)" in legend and ioeff_figures.SEED_LABEL in legend
+    dots = [ln for ln in fig.axes[0].lines if ln.get_marker() == "o"]
+    assert len(dots) == 6 and all(ln.get_markerfacecolor() == "white" for ln in dots)
+    plt.close(fig)
     # qps: 2 local + 2 published series x 3 tests, one median per bar and a dot per repetition
     t = pd.read_csv(tmp_path / "ioeff_qps.csv")
     assert t["series"].unique().tolist() == ["posix, 1 user", "posix, 2 users", "seed, 1 user",
@@ -364,7 +484,8 @@ def test_the_four_figures_are_drawn_from_their_tables_alone(study, tmp_path):
 
 def test_the_study_is_in_the_registry_and_its_outputs_are_written(study, tmp_path):
     out = registered_outputs(STUDY, study, tmp_path)
-    assert {"io_efficiency_fio.tex", "io_efficiency_db_bench.md", "io_efficiency_io_eff.csv"} <= out.tables
+    assert {"io_efficiency_fio.tex", "io_efficiency_db_bench.md", "io_efficiency_io_eff.csv",
+            "io_efficiency_comparisons.csv"} <= out.tables
     assert "io.eff at 2 users" in out.findings
 
 
@@ -380,16 +501,25 @@ def real(tmp_path_factory):
 
 def test_a_real_study_runs_stores_and_loads_again(real):
     p, res = real
-    plan = STUDY.plan(p)
-    assert plan["tool"].tolist() == ["rxlab-fio", "rxlab-fio-away", "rxlab-fio-unaligned", "rocksdb",
-                                     "rocksdb"]
+    assert STUDY.plan(p)["setting"].tolist() == ["block_align on", "block_align off"]
     assert all(store.is_complete(r) for r in res.runs)
-    assert len(res.runs) in (4, 5)   # fio away is skipped where the interrupt's CPU is not known
+    # before the turns: fio away (skipped where the interrupt's CPU is not known) and unaligned; then the
+    # one turn the 5 s budget holds at smoke: fio, and block_align on twice (A/A), off once
+    assert len(res.runs) in (5, 6)
+    runs = res.frame.drop_duplicates("run_id")
+    turn = runs[runs["tool"].isin(["rxlab-fio", "rocksdb"])]
+    assert sorted(zip(turn["tool"], turn["setting"].fillna("-"), turn["copy"], strict=True)) == [
+        ("rocksdb", "block_align off", 0), ("rocksdb", "block_align on", 0), ("rocksdb", "block_align on", 1),
+        ("rxlab-fio", "-", 0)]
+    assert (turn["rep"] == 0).all() and runs["tool"].tolist()[0] != "rocksdb"    # the placed runs first
     m = manifest(res.root, res.study)
     assert m["status"] == "complete" and m["study"] == "io_efficiency" and m["params"]["threads"] == [1]
+    assert m["turns"]["turns"] == 1 and m["turns"]["stopped"] == "budget" == res.turns["stopped"]
     assert not list(Path(p.db_dir).iterdir())     # the DB and fio's file are gone, the results stay
     f = res.frame
     assert set(f.loc[f["tool"] == "rocksdb", "block_align"]) == {True, False}
+    assert f.groupby("copy")["setting"].unique().map(set).to_dict() == {
+        0: {"block_align on", "block_align off", None}, 1: {"block_align on"}}
     seed = f[f["test"].isin(params.SEED_TESTS)]
     assert (seed["qps"] > 0).all() and (seed["iops"] > 0).all() and (seed["cpuPer"] > 0).all()
     unal = f[f["tool"] == params.FIO_UNALIGNED_TOOL]
@@ -401,3 +531,20 @@ def test_a_real_study_runs_stores_and_loads_again(real):
                        "block_align enabled", "block_align effect"]
     e = t["io.eff 1 user"]
     assert (e.loc[e["source"] == "local", "io.eff"] > 0).all()
+
+
+def test_a_real_studys_comparisons_say_why_they_are_unresolved(real, tmp_path):
+    """At smoke the budget holds one turn: every ratio is there with its A/A row, none resolved, and the
+    table, the figures and the findings say why."""
+    _, res = real
+    c = STUDY.table("comparisons", res)
+    assert set(c["config"]) == {"block_align off", "block_align on", "A/A"}
+    assert len(c) == 3 * (2 + 3)          # per test: off / on and A/A on QPS; on, off / fio and A/A on IOPS
+    assert (c["ratio"] > 0).all() and not c["resolved"].any() and (c["turns"] == 1).all()
+    assert (c["status"] == "unresolved: too few turns (1 < 3), budget").all()
+    again = STUDY.load(res.root, study=res.study)      # what the turns decided, from the manifest
+    pd.testing.assert_frame_equal(STUDY.table("comparisons", again), c)
+    plt.close(STUDY.figure("ioeff_block_align", res, directory=tmp_path))
+    fig = pd.read_csv(tmp_path / "ioeff_block_align.csv")
+    assert set(fig["config"]) == {"block_align off", "A/A"} and "half_width" in fig.columns
+    assert "unresolved, not to be read as differences" in STUDY.findings(res)

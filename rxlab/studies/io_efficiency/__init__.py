@@ -5,11 +5,14 @@ workloads?") defines IO efficiency as RocksDB's storage read IOPS over fio's at
 the same concurrency (fio sync, queue depth 1, 8 KiB O_DIRECT random reads),
 runs the db_bench sequence fillseq, revrange, overwritesome, flush_mt_l0,
 readrandom, compact, readrandom2, readrandom3 at 1 and 6 users with
-block_align on and off, and prints its tables. This folder is that study:
+block_align on and off, and prints its tables. This folder is that study,
+measured in turns (docs/methods/resolution.md): io.eff and block_align's
+effect are ratios with 95% intervals, the A/A control beside.
 
-params.py (Params, scale presets, tool names), study.py (plan, one run, the
-tidy frame, `matching` for `load`), tables.py (the seed's tables with its
-column names), figures.py (a table and a drawing per figure), findings.py.
+params.py (Params, scale presets and the turns' budget, tool names, what is
+compared), study.py (one turn's plan, one run, the tidy frame, `matching`
+for `load`), tables.py (the seed's tables with its column names, the
+comparisons), figures.py (a table and a drawing per figure), findings.py.
 """
 from rxlab.studies.io_efficiency.params import (
     BLOCK_BYTES,

@@ -1,9 +1,15 @@
 """Notebook 10's figures (QPS, io.eff, block_align's effect and the device read size), each from one table.
 
-Every figure's table is long and tidy: one row per value drawn, in the order
+The comparisons, io.eff and block_align's effect, are ratios with their 95%
+intervals over the turns (rxlab.core.plots.ratio_plot): their tables are
+the study's comparison rows (tables.io_eff_comparisons,
+tables.block_align_comparisons) with `panel` (client count, and delay when
+there is one) and `seed` (the seed's published ratio, a diamond beside).
+QPS and the device read size are absolute values, taken from the same turns:
+their tables are long and tidy, one row per value drawn, in the order
 drawn. `series` names a bar's series (its legend entry), `source` is local
 or published, `kind` says what the row is: `median` (a bar: the median over
-repetitions), `rep` (one repetition: a dot) or `published` (the seed's
+every run of the turns), `rep` (one run: a dot) or `published` (the seed's
 number: a bar of its own series). `backend`, `users` and `block_align` say
 how a series is coloured and hatched.
 """
@@ -14,14 +20,25 @@ import numpy as np
 import pandas as pd
 
 from rxlab.core import figures as style
+from rxlab.core import published
+from rxlab.core.plots import ratio_plot
 from rxlab.core.study import FigureSpec
 from rxlab.studies.io_efficiency.params import BLOCK_BYTES, SEED_TESTS
 from rxlab.studies.io_efficiency.result import IoEfficiencyResult
-from rxlab.studies.io_efficiency.tables import main_block_align, seed_rows, seed_tables, users_label
+from rxlab.studies.io_efficiency.tables import (
+    block_align_comparisons,
+    io_eff_comparisons,
+    main_block_align,
+    published_users,
+    seed_rows,
+    seed_tables,
+    users_label,
+)
 
 BAR_COLUMNS = ["series", "source", "backend", "users", "block_align", "test", "kind", "rep", "value"]
 PUBLISHED_COLORS = ("#000000", "#8c8c8c")
 OFF_HATCH = "///"   # block_align off, in the reqsz figure
+SEED_LABEL = "seed (published)"
 
 
 # --------------------------------------------------------------------------- the tables drawn
@@ -63,11 +80,6 @@ def qps_data(result: IoEfficiencyResult) -> pd.DataFrame:
     return _by_users(result, "db_bench", "qps")
 
 
-def ioeff_data(result: IoEfficiencyResult) -> pd.DataFrame:
-    """io.eff per test and client count, here (medians and repetitions) and in the seed."""
-    return _by_users(result, "io.eff", "io.eff")
-
-
 def _effect(result: IoEfficiencyResult) -> pd.DataFrame:
     tables = seed_tables(result)
     if "block_align effect" not in tables:
@@ -75,26 +87,38 @@ def _effect(result: IoEfficiencyResult) -> pd.DataFrame:
     return tables["block_align effect"]
 
 
+def _panel(threads, delay_us) -> str:
+    """A ratio figure's panel: the client count, and the delay where there is one."""
+    return users_label(threads) + (f", delay {int(delay_us)} us" if int(delay_us) else "")
+
+
+def _ratio_rows(c: pd.DataFrame, seed: dict) -> pd.DataFrame:
+    """Comparison rows with their panel and the seed's ratio for that panel and test (`seed`: a function
+    of (threads, test), NaN where the seed has none)."""
+    return c.assign(panel=[_panel(t, d) for t, d in zip(c["threads"], c["delay_us"], strict=True)],
+                    seed=[seed(int(t), x) for t, x in zip(c["threads"], c["test"], strict=True)])
+
+
+def ioeff_data(result: IoEfficiencyResult) -> pd.DataFrame:
+    """io.eff per seed test, client count and block_align setting: device read IOPS over fio's of the
+    same turn, with the 95% interval over the turns and the main setting's A/A row; `seed` the seed's
+    io.eff (block_align on; its 1-user table beside one client, its 6-user table beside more)."""
+    pub = published.load("ioeff_efficiency")
+    by = {(int(u), t): float(v) for u, t, v in zip(pub["users"], pub["test"], pub["io.eff"], strict=True)}
+    return _ratio_rows(io_eff_comparisons(result),
+                       lambda threads, test: by.get((published_users(threads), test), np.nan))
+
+
 def block_align_data(result: IoEfficiencyResult) -> pd.DataFrame:
-    """QPS change with block_align (%) per test at the smallest client count: the change of the
-    medians, the change within each repetition (dots), the seed's."""
-    eff = _effect(result)
-    t0 = min(result.threads)
-    rows = seed_rows(result)
-    rows = rows[rows["threads"] == t0]
-    piv = rows.pivot_table(index=["rep", "test"], columns="block_align", values="qps", aggfunc="first")
-    piv = piv.dropna()
-    per_rep = pd.DataFrame(columns=["rep", "test", "change"])
-    if {True, False} <= set(piv.columns):
-        per_rep = ((piv[True] / piv[False] - 1.0) * 100.0).rename("change").reset_index()
-    base = {"series": f"{result.backend}, {users_label(t0)}", "source": "local", "backend": result.backend,
-            "users": t0, "block_align": True}
-    out = _values(base, eff[eff["source"] == "local"], "qps_change_pct", "median")
-    out += _reps(base, per_rep, "change")
-    base = {"series": "seed", "source": "published", "backend": "default", "users": np.nan,
-            "block_align": True}
-    out += _values(base, eff[eff["source"] == "published"], "qps_change_pct", "published")
-    return pd.DataFrame(out, columns=BAR_COLUMNS)
+    """QPS of each block_align setting over the main one's (on) per seed test and client count, with the
+    95% interval over the turns and the main setting's A/A row; `seed` the seed's QPS without block_align
+    over its QPS with it (its block_align tables, whose users it does not state)."""
+    if len(result.block_align) < 2:
+        raise ValueError("the study ran one block_align setting: run block_align=[True, False]")
+    pub = published.load("ioeff_db_bench")
+    qps = {(tab, t): float(v) for tab, t, v in zip(pub["table"], pub["test"], pub["qps"], strict=True)}
+    off_on = {t: qps[("block_align disabled", t)] / qps[("block_align enabled", t)] for t in SEED_TESTS}
+    return _ratio_rows(block_align_comparisons(result), lambda threads, test: off_on.get(test, np.nan))
 
 
 def reqsz_data(result: IoEfficiencyResult) -> pd.DataFrame:
@@ -179,21 +203,47 @@ def draw_qps(t: pd.DataFrame):
     return fig
 
 
-def draw_ioeff(t: pd.DataFrame):
-    """io.eff (RocksDB storage IOPS / fio's at the same concurrency) per test, here and in the seed."""
-    fig, ax = style.figure(aspect=0.75)
-    _bars(ax, t, "io.eff (RocksDB IOPS / fio IOPS)", _user_colors(t))
-    ax.axhline(1.0, color="#555555", lw=0.6, ls="--")
-    ax.set_ylim(0, max(1.1, ax.get_ylim()[1]))
+def _seed_marks(fig, t: pd.DataFrame) -> None:
+    """The seed's ratio of each panel and test (`seed`) as a diamond at the right of its category, in
+    ratio_plot's panels and order, and in the figure's legend."""
+    mark = None
+    for ax, pv in zip(fig.axes, _order(t["panel"]), strict=False):
+        sub = t[t["panel"] == pv]
+        for j, test in enumerate(_order(sub["test"])):
+            v = pd.to_numeric(sub.loc[sub["test"] == test, "seed"], errors="coerce").dropna()
+            if v.empty:
+                continue
+            (mark,) = ax.plot(j + 0.4, v.iloc[0], "D", ms=3.2, mfc="white", mec="#000000", mew=0.9, zorder=5)
+            lo, hi = ax.get_ylim()
+            ax.set_ylim(min(lo, v.iloc[0] / 1.03), max(hi, v.iloc[0] * 1.03))
+    if mark is None or not fig.legends:
+        return
+    old = fig.legends[-1]
+    handles, labels = list(old.legend_handles), [x.get_text() for x in old.get_texts()]
+    old.remove()
+    fig.legend([*handles, mark], [*labels, SEED_LABEL], ncols=min(len(handles) + 1, 4), loc="lower center",
+               bbox_to_anchor=(0.5, 1.0), frameon=False, fontsize=6)
+
+
+def _ratios(t: pd.DataFrame, ylabel: str):
+    """ratio_plot of comparison rows, a panel per client count, the seed's ratios beside."""
+    fig = ratio_plot(t, "test", panel="panel", ylabel=ylabel,
+                     width="page" if t["panel"].nunique() > 1 else "column")
+    _seed_marks(fig, t)
     return fig
+
+
+def draw_ioeff(t: pd.DataFrame):
+    """io.eff (RocksDB's device read IOPS / fio's of the same turn) per test and block_align setting, 95%
+    interval over the turns (hollow, dashed: not resolved to the target), the main setting's A/A band
+    (two runs of one configuration), the seed's io.eff as diamonds."""
+    return _ratios(t, "io.eff: device read IOPS / fio's")
 
 
 def draw_block_align(t: pd.DataFrame):
-    """QPS change from block_align (on vs off, %) per test, here (dots: each repetition) and in the seed."""
-    fig, ax = style.figure(aspect=0.75)
-    _bars(ax, t, "QPS change with block_align (%)", _user_colors(t))
-    ax.axhline(0.0, color="#555555", lw=0.6)
-    return fig
+    """QPS without block_align over QPS with it, per test, 95% interval over the turns (hollow, dashed:
+    not resolved), block_align on's A/A band, the seed's ratio as diamonds."""
+    return _ratios(t, "QPS ratio to block_align on")
 
 
 def draw_reqsz(t: pd.DataFrame):

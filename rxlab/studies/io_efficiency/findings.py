@@ -1,4 +1,5 @@
-"""What an IO-efficiency study measured against the seed, in Markdown bullets with the numbers."""
+"""What an IO-efficiency study measured against the seed, and what its turns resolved, in Markdown bullets
+with the numbers."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -6,8 +7,19 @@ from collections.abc import Mapping
 import pandas as pd
 
 from rxlab.bench.ioeff.baseline import background_lines, value_range
+from rxlab.core.resolution import AA
 from rxlab.studies.io_efficiency.result import IoEfficiencyResult
-from rxlab.studies.io_efficiency.tables import background_io, published_users, seed_tables, users_label
+from rxlab.studies.io_efficiency.tables import (
+    background_io,
+    comparison_table,
+    published_users,
+    seed_tables,
+    users_label,
+)
+
+# What each metric of the comparison table compares, in words.
+MEASURES = {"qps": "block_align's effect on QPS (ratio to block_align on)",
+            "iops": "io.eff (device read IOPS over fio's of the same turn)"}
 
 
 def table_findings(tables: Mapping[str, pd.DataFrame], background: pd.DataFrame | None = None) -> str:
@@ -34,14 +46,15 @@ def table_findings(tables: Mapping[str, pd.DataFrame], background: pd.DataFrame 
         loc, pub = t[t["source"] == "local"], t[t["source"] == "published"]
         users = key.removeprefix("io.eff ")
         seed_users = users_label(int(pub["users"].iloc[0]))
-        lines.append(f"- io.eff at {users}: {value_range(loc['io.eff'], '.3f')} here against "
+        lines.append(f"- io.eff at {users}: {value_range(loc['io.eff'], '.3f')} here (medians) against "
                      f"{value_range(pub['io.eff'], '.3f')} in the seed ({seed_users}); "
                      f"RocksDB adds {value_range(loc['cpu.inc'], '.1f')} us of CPU per query over fio "
                      f"(seed: {value_range(pub['cpu.inc'], '.1f')} us).")
     eff = tables.get("block_align effect")
     if eff is not None and len(eff):
         loc, pub = eff[eff["source"] == "local"], eff[eff["source"] == "published"]
-        lines.append(f"- block_align changes QPS by {value_range(loc['qps_change_pct'], '+.1f')}% here "
+        change = value_range(loc["qps_change_pct"], "+.1f")
+        lines.append(f"- block_align changes the median QPS by {change}% here "
                      f"(seed: {value_range(pub['qps_change_pct'], '+.1f')}%); the device read size (reqsz) "
                      f"is {value_range(loc['reqsz_off'], '.1f')} KiB without it and "
                      f"{value_range(loc['reqsz_on'], '.1f')} KiB with it (seed: "
@@ -50,6 +63,38 @@ def table_findings(tables: Mapping[str, pd.DataFrame], background: pd.DataFrame 
     return "\n".join(lines)
 
 
+def _where(r) -> str:
+    """A comparison's client count, delay (where there is one) and test: `1 user readrandom`."""
+    delay = f" at {int(r.delay_us)} us" if int(r.delay_us) else ""
+    return f"{users_label(r.threads)}{delay} {r.test}"
+
+
+def comparison_findings(c: pd.DataFrame) -> list[str]:
+    """What the turns resolved (`comparison_table`): per metric, the comparisons resolved to the target and
+    those not, with why (not to be read as differences), and the widest A/A interval beside."""
+    out = []
+    for metric, g in c.groupby("metric", sort=False):
+        cmp, aa = g[g["config"] != AA], g[g["config"] == AA]
+        if cmp.empty:
+            continue
+        ok, bad = cmp[cmp["resolved"].astype(bool)], cmp[~cmp["resolved"].astype(bool)]
+        text = f"- In turns, {MEASURES.get(metric, metric)}: {len(ok)} of {len(cmp)} resolved"
+        if len(ok):
+            text += " (" + "; ".join(f"{_where(r)} {r.comparison} {r.ratio:.3f} +-{r.half_width:.1f}%"
+                                     for r in ok.itertuples()) + ")"
+        if len(bad):
+            text += "; unresolved, not to be read as differences: " + "; ".join(
+                f"{_where(r)} {r.comparison} {r.ratio:.3f} ({r.status.removeprefix('unresolved: ')})"
+                for r in bad.itertuples())
+        if aa["half_width"].notna().any():
+            text += f"; A/A control ({aa['base'].iloc[0]}) within +-{aa['half_width'].max():.1f}%"
+        out.append(text + ".")
+    return out
+
+
 def findings(result: IoEfficiencyResult) -> str:
-    """The study's findings: its seed tables and the background-IO check, in Markdown bullets."""
-    return table_findings(seed_tables(result), background_io(result))
+    """The study's findings: its seed tables, the background-IO check and what the turns resolved, in
+    Markdown bullets."""
+    lines = [table_findings(seed_tables(result), background_io(result)), *comparison_findings(
+        comparison_table(result))]
+    return "\n".join(x for x in lines if x)

@@ -1,10 +1,14 @@
-"""The seed's tables in its column names: medians over repetitions, the published rows beside.
+"""The seed's tables in its column names (medians over every run of the turns, the published rows beside),
+and the study's comparisons with their intervals.
 
 Columns come from rxlab.core.metrics only (seed_columns, efficiency): nothing
-here computes qps, iops, io.eff or the CPU per operation itself.
+here computes qps, iops, io.eff or the CPU per operation itself. The
+comparisons come from rxlab.core.turns_plan (ratios to a base per turn, 95%
+t-intervals, rxlab.core.resolution).
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -12,7 +16,18 @@ import pandas as pd
 
 from rxlab.bench.ioeff.baseline import DB_COLUMNS, background_io
 from rxlab.core import metrics, published, stats
-from rxlab.studies.io_efficiency.params import DB_TOOL, FIO_TOOL, SEED_TESTS
+from rxlab.core.resolution import AA
+from rxlab.core.turns_plan import result_comparisons
+from rxlab.studies.io_efficiency.params import (
+    COMPARE,
+    DB_TOOL,
+    FIO,
+    FIO_TOOL,
+    IOEFF_COMPARE,
+    SEED_TESTS,
+    SETTING,
+    main_setting,
+)
 from rxlab.studies.io_efficiency.result import KEYS, IoEfficiencyResult
 
 # Column sets of the seed's tables.
@@ -34,8 +49,7 @@ def published_users(threads: int) -> int:
 
 def main_block_align(result: IoEfficiencyResult) -> bool:
     """The block_align setting of the per-client tables: on when it was run (the seed's main tables)."""
-    ba = result.block_align
-    return True if True in ba or not ba else ba[0]
+    return main_setting(result.block_align)
 
 
 def seed_rows(result: IoEfficiencyResult, delay_us: int | None = 0) -> pd.DataFrame:
@@ -176,6 +190,60 @@ def round_like_seed(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+# --------------------------------------------------------------------------- comparisons, in turns
+
+COMPARISON_KEYS = ["delay_us", "threads", "test", "metric"]
+
+
+def _base_first(result: IoEfficiencyResult) -> IoEfficiencyResult:
+    """The result with the main setting's rows first: a study stored before turns has no A/A copy to
+    tell its base by, and the protocol then takes each group's first configuration."""
+    f = result.frame
+    order = (f["setting"] != SETTING[main_block_align(result)]).astype(int)
+    return dataclasses.replace(result, frame=f.assign(_o=order).sort_values("_o", kind="stable")
+                               .drop(columns="_o"))
+
+
+def _tidy(t: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """A comparison table keyed as the study's: `test` for the seed test, the metric compared, rows in
+    the groups' and the seed's test order."""
+    t = t.rename(columns={"seed_test": "test"}).assign(metric=metric)
+    t = t[[*COMPARISON_KEYS, *[c for c in t.columns if c not in COMPARISON_KEYS]]]
+    order = t["test"].map({x: i for i, x in enumerate(SEED_TESTS)})
+    return (t.assign(_o=order).sort_values(["delay_us", "threads", "_o"], kind="stable")
+            .drop(columns="_o").reset_index(drop=True))
+
+
+def block_align_comparisons(result: IoEfficiencyResult) -> pd.DataFrame:
+    """What the turns resolve (params.COMPARE): per delay, client count and seed test, each block_align
+    setting's QPS over the main one's, with its 95% interval over the turns, and the main setting's A/A
+    row (its second run of a turn over its first); `status` says why a ratio is unresolved."""
+    return _tidy(result_comparisons(_base_first(result), COMPARE), COMPARE.metric)
+
+
+def io_eff_comparisons(result: IoEfficiencyResult) -> pd.DataFrame:
+    """io.eff with its interval (params.IOEFF_COMPARE): per delay, client count and seed test, each
+    block_align setting's device read IOPS over fio's baseline of the same turn (the main setting's two
+    runs by their geometric mean), 95% t-interval on the per-turn log ratios as every comparison's;
+    then the main setting's A/A row on device read IOPS: how far two runs of the same configuration
+    are apart here. The target and why the turns stopped are the protocol's."""
+    f = _base_first(result).frame
+    db = f[f["seed_test"].notna()].assign(copy=0)     # both runs of the base: one configuration here
+    fio = f[f["tool"] == FIO_TOOL]
+    base = [fio.assign(seed_test=t, setting=FIO) for t in SEED_TESTS]     # fio's run, under each test
+    ratios = result_comparisons(dataclasses.replace(result, frame=pd.concat([db, *base])), IOEFF_COMPARE)
+    aa = result_comparisons(_base_first(result), dataclasses.replace(COMPARE, metric=IOEFF_COMPARE.metric))
+    return _tidy(pd.concat([ratios, aa[aa["config"] == AA]], ignore_index=True), IOEFF_COMPARE.metric)
+
+
+def comparison_table(result: IoEfficiencyResult) -> pd.DataFrame:
+    """Every comparison the study reports, with its 95% interval over the turns: block_align's (QPS ratio
+    to the main setting; metric qps) and io.eff (device read IOPS over fio's; metric iops), each with
+    its A/A row. Columns: delay_us, threads, test, metric, then rxlab.core.resolution's (base, config,
+    comparison, ratio, lo, hi, half_width, resolved, turns, status)."""
+    return pd.concat([block_align_comparisons(result), io_eff_comparisons(result)], ignore_index=True)
+
+
 # --------------------------------------------------------------------------- the study's tables
 
 def _titled(result: IoEfficiencyResult, titles) -> pd.DataFrame:
@@ -217,4 +285,5 @@ TABLES = {
     "block_align": block_align_table,
     "block_align_effect": block_align_effect_table,
     "background_io": background_io,
+    "comparisons": comparison_table,
 }
