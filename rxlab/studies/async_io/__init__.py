@@ -28,6 +28,14 @@ rocksdb.db.multiget.micros. This study is that, with what these builds can do:
 Each step row records whether its reads overlapped (overlap.py) and never
 says so when the counters do not show it.
 
+Every difference the study reports is measured in turns (rxlab.core.turns_plan):
+each turn runs every backend at every delay once and posix, the synchronous
+read path and the base of every delay's comparisons, twice (the A/A control).
+Each backend's MB/s per read step over posix's, and within a backend MultiGet
+over the Get loop and async_io on over off, are ratios with a 95% interval
+over turns, resolved to the target or said not to be (tables comparisons and
+effects, the figures, the findings).
+
 The reference configurations "default" and "default?io_uring=1" are
 RocksDB's own posix file system: RocksDB uses io_uring for MultiRead and
 ReadAsync only if the program defines RocksDbIOUringEnable() returning true.
@@ -36,9 +44,10 @@ URI asked: false for "default" (MultiRead is a loop of pread, ReadAsync is
 refused and the prefetch falls back to synchronous reads), true for
 "default?io_uring=1" (what db_bench does by default, --io_uring_enabled=true).
 
-params.py (Params, scale presets, what each backend is), study.py (plan, one
-run, the tidy frame), overlap.py (the verdict), tables.py, figures.py (a
-table and a drawing per figure), findings.py.
+params.py (Params, scale presets, what each backend is, what is compared),
+study.py (the build, one turn's plan, one run, the tidy frame), overlap.py
+(the verdict), tables.py, figures.py (a table and a drawing per figure),
+findings.py.
 """
 from rxlab.studies.async_io.result import AsyncIOResult
 from rxlab.studies.async_io.study import AsyncIOStudy

@@ -1,6 +1,8 @@
-"""The async IO study's parameters: backends, emulated device latencies, the page's settings, scales."""
+"""The async IO study's parameters: backends, emulated device latencies, the page's settings, scales, and
+what the study compares in turns (COMPARE)."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -8,13 +10,15 @@ import pandas as pd
 
 from rxlab.core import engines, scales, study
 from rxlab.core import params as checks
+from rxlab.core.resolution import StoppingRule, parse_budget
 from rxlab.core.study import StudySettings
 from rxlab.core.sysinfo import work_space
+from rxlab.core.turns_plan import Compare, TurnsParams
 
-__all__ = ["BLOCK_BYTES", "BLOOM_BITS", "GET_LOOP", "KEY_SIZE", "KIND", "MULTIGET", "MULTIGET_ASYNC",
+__all__ = ["BLOCK_BYTES", "BLOOM_BITS", "COMPARE", "GET_LOOP", "KEY_SIZE", "KIND", "MULTIGET", "MULTIGET_ASYNC",
            "PUBLISHED", "SCALES", "SCAN_ASYNC", "SCAN_SYNC", "SEED_BATCH", "SEED_FILE", "SEED_THREADS",
            "VALUE_SIZE", "Params", "Scale", "Settings", "default_backends", "engine",
-           "reference_configurations", "with_delay"]
+           "reference_configurations", "step_name", "with_delay"]
 
 SEED_FILE = "rocksdb-wiki-asynchronous-io.txt"
 PUBLISHED = (
@@ -46,6 +50,22 @@ KIND = {
 }
 
 
+def step_name(test: str, batch_size) -> str:
+    """What a read step is called in comparisons: its kind, with the batch size for a MultiGet
+    ("Get loop", "MultiGet 8", "MultiGet async_io 8", "scan", "scan async_io")."""
+    if test in (MULTIGET, MULTIGET_ASYNC):
+        return f"{KIND[test]} {int(batch_size)}"
+    return KIND.get(test, str(test))
+
+
+# What the study compares, in turns (rxlab.core.turns_plan): per emulated delay, each backend's MB/s against
+# the delay's base (Params.base_backend: posix, the synchronous read path, which runs at every delay), read
+# step by read step. MB/s is db_bench's: for MultiGet and the Get loop the inverse of micros/op per key, for
+# scans the scan figure's throughput.
+COMPARE = Compare(config="backend", metric="mb_per_s", groups=("delay_us",), keys=("step",), turn="rep",
+                  label="MB/s")
+
+
 @dataclass(frozen=True)
 class Scale(scales.Scale):
     """The common preset and the page's own: MultiGet batch sizes, scan length."""
@@ -56,10 +76,13 @@ class Scale(scales.Scale):
 
 SCALES = scales.presets(
     Scale,
-    # seconds: an 11 MB DB, three batch sizes, short scans
+    # seconds: an 11 MB DB, three batch sizes, short scans; the common 5 s of turns (one, maybe two)
     smoke={"num": 20_000, "duration": 0.1, "batch_sizes": (1, 8, 64), "seek_nexts": 512},
-    # minutes: 1M keys (0.5 GiB, 68x the cache), batch sizes 1..64, scans of 8192 keys (4.5 MB)
-    small={"num": 1_000_000, "duration": 1.5, "repeats": 2},
+    # minutes: 1M keys (0.5 GiB, 68x the cache), batch sizes 1..64, scans of 8192 keys (4.5 MB). The
+    # study took 321 s here before turns (a 16 s build, 16 runs of 1.5 s steps, the notebook's tables and
+    # figures): 270 s of turns keep it there. A turn is 10 runs of 11 steps at the default backends and
+    # delays (6 at delay 0 with posix's A/A copy, 4 at 500 us), about 80 s with 0.6 s steps: 3 turns.
+    small={"num": 1_000_000, "duration": 0.6, "budget_s": 270.0},
     # the page's key count (5M keys, 2.7 GB) and scan length (65536 keys, 36 MB)
     full={"num": 5_000_000, "duration": 5.0, "seek_nexts": SEED_SCAN_KEYS},
 )
@@ -80,22 +103,29 @@ class Settings(StudySettings):
     threads: int
     work_dir: str
     free_bytes: int
+    base: str = ""      # the backend every delay's comparisons are relative to
+    turns: str = ""     # the stopping rule, in words
 
     def own_rows(self) -> list[tuple[str, object]]:
         return [("threads", self.threads), ("MultiGet batch sizes", ", ".join(map(str, self.batch_sizes))),
                 ("multiread_stride (num / 125, as the page's)", f"{self.multiread_stride:,}"),
-                ("scan length (seek_nexts)", f"{self.seek_nexts:,}")]
+                ("scan length (seek_nexts)", f"{self.seek_nexts:,}"),
+                ("base of the comparisons", self.base), ("turns", self.turns)]
 
 
 @dataclass
-class Params(study.StudyParams):
+class Params(TurnsParams):
     """The study's parameters (notebook 40's papermill parameters).
+
+    The study runs in turns (rxlab.core.turns_plan): target (percent), budget,
+    min_turns and max_turns set the stopping rule; `repeats`, when given, runs
+    exactly that many turns instead.
 
     backends: default, default?io_uring=1 and rxlab engine URIs (without
     delay_us); None: default_backends() (papermill cannot pass a default
     containing '=' through a parameters cell). delay_us: emulated device latency per read, rxlab engines only
     (the default file system runs at 0 only). batch_sizes, seek_nexts,
-    repeats, duration: None takes the scale's. threads: client threads (the
+    duration: None takes the scale's. threads: client threads (the
     page used 4 on a larger machine). db_dir: where the DB goes (None: a
     temporary directory; O_DIRECT needed).
     """
@@ -127,6 +157,16 @@ class Params(study.StudyParams):
         self.db_dir = checks.db_dir(self.db_dir)
         self.settings()
 
+    def rule(self) -> StoppingRule:
+        """TurnsParams' rule with this study's budget for its scale (SCALES' budget_s, unless `budget` is
+        given: TurnsParams takes the common one), or exactly `repeats` turns when repeats is given."""
+        r = super().rule()
+        if self.repeats is not None:
+            return dataclasses.replace(r, budget_s=None, min_turns=self.repeats, max_turns=self.repeats)
+        if parse_budget(self.budget) is not None:
+            return r
+        return dataclasses.replace(r, budget_s=SCALES[self.scale].budget_s)
+
     def settings(self) -> Settings:
         batch_sizes = None if self.batch_sizes is None else tuple(self.batch_sizes)
         sc = SCALES[self.scale].given(duration=self.duration, repeats=self.repeats,
@@ -137,11 +177,22 @@ class Params(study.StudyParams):
         return Settings(scale=self.scale, num=sc.num, db_bytes=db_bytes, duration=float(sc.duration),
                         repeats=sc.repeats, cache_size=sc.cache_size, batch_sizes=sc.batch_sizes,
                         seek_nexts=sc.seek_nexts, multiread_stride=max(1, sc.num // SEED_STRIDE_RATIO),
-                        threads=self.threads, work_dir=str(work), free_bytes=int(free))
+                        threads=self.threads, work_dir=str(work), free_bytes=int(free), base=self.base_backend(),
+                        turns=self.rule().describe())
+
+    def base_backend(self) -> str:
+        """The backend each delay's comparisons are relative to: posix (the synchronous read path: MultiRead
+        a loop of pread, ReadAsync served inline) when given, else the first rxlab engine (every delay
+        runs it), else the first backend (RocksDB's own file system alone, at delay 0)."""
+        rx = [b for b in self.backends if not checks.is_default(b)]
+        return next((b for b in rx if engine(b) == "posix"), rx[0] if rx else self.backends[0])
 
     def configurations(self) -> list[tuple[str, int]]:
-        """(backend, delay_us) pairs: every backend at every delay, the default file system at 0 only."""
-        return [(b, d) for d in self.delay_us for b in self.backends if d == 0 or not checks.is_default(b)]
+        """(backend, delay_us) pairs: every backend at every delay, the default file system at 0 only; the
+        base first at each delay, the others in the order given."""
+        base = self.base_backend()
+        order = [base, *(b for b in self.backends if b != base)]
+        return [(b, d) for d in self.delay_us for b in order if d == 0 or not checks.is_default(b)]
 
     def backends_table(self) -> pd.DataFrame:
         """What each backend of this study is: its file system, how it serves MultiRead and ReadAsync."""

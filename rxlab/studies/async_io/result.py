@@ -16,9 +16,10 @@ STRUCTURE_COLUMNS = ["level", "file", "size_bytes"]
 
 
 class AsyncIOResult(StudyResult):
-    """Frame keys: study, rep, backend (without the delay), delay_us, test, kind, batch_size, async_io,
-    run_id, build_run (the run that loaded the DB); then the step's raw columns, the seeds' columns,
-    db_bench's micros/op and MB/s, the overlap verdict."""
+    """Frame keys: study, rep (the turn), copy (1: the base's A/A second run), backend (without the delay),
+    delay_us, test, step (params.step_name), kind, batch_size, async_io, run_id, build_run (the run that
+    loaded the DB); then the step's raw columns, the seeds' columns, db_bench's micros/op and MB/s, the
+    overlap verdict."""
 
     @property
     def backends(self) -> list[str]:

@@ -1,23 +1,29 @@
 """The async IO study: one DB compacted into one SST file, read by MultiGet, a Get loop and scans on each
 backend and emulated device latency, every step's reads checked for overlap by the counters.
 
-The plan is one build run (fillseq, flush, compact; the SST files it left are
-attached to it), then per repetition every (backend, delay) configuration in
-an order rotated from one repetition to the next, each a run of the read
-steps of `step_plan`. A read run opens the DB itself, resets the backend's
-counters before each step (so fs.max_inflight is that step's) and records
-the step's options and its overlap verdict (overlap.py) in the stored row.
+`setup` runs the build once (fillseq, flush, compact; a run of its own, the
+SST files it left attached to it). The plan is one turn: every (backend,
+delay) configuration, each a run of the read steps of `step_plan`. The
+protocol runs it in turns (params.COMPARE, rxlab.core.turns_plan): each turn
+runs every backend of a delay once and the delay's base twice (the A/A pair,
+run names r<turn>a for the second), in orders that rotate from turn to turn,
+until every backend's MB/s ratio to the base is resolved to the target, step
+by step, or the budget is spent. A read run opens the DB itself, resets the
+backend's counters before each step (so fs.max_inflight is that step's) and
+records the step's options and its overlap verdict (overlap.py) in the
+stored row.
 """
 from __future__ import annotations
 
 import json
 import re
+import sys
 
 import numpy as np
 import pandas as pd
 
 from rxlab.bench import driver
-from rxlab.core import metrics, stats, store, sysinfo
+from rxlab.core import metrics, store, sysinfo
 from rxlab.core.builds import active_build
 from rxlab.core.study import RunContext, Study, tidy_frame
 from rxlab.studies.async_io.figures import FIGURES
@@ -26,6 +32,7 @@ from rxlab.studies.async_io.overlap import step_annotations
 from rxlab.studies.async_io.params import (
     BLOCK_BYTES,
     BLOOM_BITS,
+    COMPARE,
     GET_LOOP,
     KEY_SIZE,
     KIND,
@@ -41,6 +48,7 @@ from rxlab.studies.async_io.params import (
     VALUE_SIZE,
     Params,
     Settings,
+    step_name,
     with_delay,
 )
 from rxlab.studies.async_io.result import STRUCTURE_FILE, AsyncIOResult
@@ -49,8 +57,8 @@ from rxlab.studies.async_io.tables import TABLES
 __all__ = ["KEYS", "RUN_PREFIX", "AsyncIOStudy", "parse_sstables", "step_plan"]
 
 RUN_PREFIX = "asyncio-"
-KEYS = ["study", "rep", "backend", "delay_us", "test", "kind", "batch_size", "async_io", "run_id",
-        "build_run"]
+KEYS = ["study", "rep", "copy", "backend", "delay_us", "test", "step", "kind", "batch_size", "async_io",
+        "run_id", "build_run"]
 READ_STEPS = ("readrandom", "multireadrandom", "seekrandom")
 BUILD_STEPS = [{"name": "fillseq", "threads": 1, "disable_wal": True}, {"name": "flush"}, {"name": "compact"}]
 
@@ -134,46 +142,54 @@ def _slug(backend: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", backend).strip("-")
 
 
+def _meta(ctx: RunContext, backend: str) -> dict:
+    return {"tool": "rocksdb", "study": ctx.id, "study_scale": ctx.settings.scale, "study_backend": backend}
+
+
 class AsyncIOStudy(Study, name="async_io", notebook="40_async_io", seed=SEED_FILE, published=PUBLISHED,
                           run_prefix=RUN_PREFIX, params=Params, result=AsyncIOResult, tables=TABLES,
-                          figures=FIGURES):
+                          figures=FIGURES, compare=COMPARE):
     """The RocksDB wiki's asynchronous IO: MultiGet against a Get loop, scans with async prefetch."""
 
     def plan(self, params: Params) -> pd.DataFrame:
-        """The runs in execution order: the build, then rep x (backend, delay), rotated each repetition."""
-        s = params.settings()
-        rows = [{"rep": None, "backend": params.build_backend(), "delay_us": 0, "run": "build",
-                 "steps": ", ".join(st["name"] for st in BUILD_STEPS)}]
-        labels = ", ".join(dict.fromkeys(st["label"] for st in step_plan(s)))
-        for rep in range(s.repeats):
-            for b, d in stats.rotate(params.configurations(), rep):
-                rows.append({"rep": rep, "backend": b, "delay_us": d, "run": "read", "steps": labels})
-        return pd.DataFrame(rows).astype({"rep": "Int64"})   # the build belongs to no repetition
+        """One turn's runs: every (backend, delay) configuration, the delay's base first (the protocol
+        orders them per turn, runs the base twice and adds rep, the turn, and copy). The build that loads
+        the DB runs once, before the turns (`setup`)."""
+        labels = ", ".join(dict.fromkeys(st["label"] for st in step_plan(params.settings())))
+        rows = [{"delay_us": d, "backend": b, "steps": labels} for b, d in params.configurations()]
+        return pd.DataFrame(rows, columns=["delay_us", "backend", "steps"])
 
     def setup(self, ctx: RunContext) -> None:
+        """The DB every turn reads: fillseq, flush, compact into one SST, stored as the study's build run."""
+        p: Params = ctx.params
+        s: Settings = ctx.settings
         ctx.state["db"] = ctx.path("asyncio-db")
+        backend = p.build_backend()
+        if ctx.progress:
+            print(f"rxlab async_io: loading {s.num:,} keys and compacting them into one SST ({backend})",
+                  file=sys.stderr, flush=True)
+        spec = _run_spec(s, ctx.state["db"], name=ctx.run_name("build"), backend=backend, steps=BUILD_STEPS,
+                         seed=0)
+        ctx.runs.append(run_steps(spec, {**_meta(ctx, backend), "kind": "build", "rep": -1, "delay_us": 0},
+                                  ctx.root, structure_file=ctx.path(STRUCTURE_FILE)))
 
     def describe(self, row) -> str:
-        return f"{row.run} {row.backend} delay {row.delay_us}"
+        return f"{row.backend}{' (A/A)' if row.copy else ''} delay {row.delay_us}"
 
     def run_one(self, ctx: RunContext, row):
         s: Settings = ctx.settings
-        meta = {"tool": "rocksdb", "study": ctx.id, "study_scale": s.scale, "study_backend": row.backend}
-        if row.run == "build":
-            spec = _run_spec(s, ctx.state["db"], name=ctx.run_name("build"), backend=row.backend,
-                             steps=BUILD_STEPS, seed=0)
-            return run_steps(spec, {**meta, "kind": "build", "rep": -1, "delay_us": 0}, ctx.root,
-                             structure_file=ctx.path(STRUCTURE_FILE))
-        rep = int(row.rep)
-        name = ctx.run_name(f"r{rep}", _slug(row.backend), f"d{row.delay_us}")
+        rep, copy = int(row.rep), int(row.copy)
+        name = ctx.run_name(f"r{rep}{'a' if copy else ''}", _slug(row.backend), f"d{row.delay_us}")
         spec = _run_spec(s, ctx.state["db"], name=name, backend=with_delay(row.backend, row.delay_us),
-                         steps=step_plan(s), seed=1000 * (rep + 1))
-        return run_steps(spec, {**meta, "kind": "read", "rep": rep, "delay_us": int(row.delay_us)}, ctx.root)
+                         steps=step_plan(s), seed=1000 * (rep + 1) + 500 * copy)
+        meta = {**_meta(ctx, row.backend), "kind": "read", "rep": rep, "copy": copy, "delay_us": int(row.delay_us)}
+        return run_steps(spec, meta, ctx.root)
 
     def frame(self, cat: pd.DataFrame) -> pd.DataFrame:
-        """One row per read step of the study's runs: keys, raw columns, metrics.seed_columns (db_bench's
-        micros/op and MB/s among them), us_per_call, reads_per_key; `build_run` names the run that loaded
-        the DB its steps read."""
+        """One row per read step of the study's runs: keys (rep: the turn; copy: 1 for the base's A/A
+        second run, 0 otherwise and in studies stored before turns; step: step_name), raw columns,
+        metrics.seed_columns (db_bench's micros/op and MB/s among them), us_per_call, reads_per_key;
+        `build_run` names the run that loaded the DB its steps read."""
         if cat.empty or not {"spec.kind", "spec.study", "run_name"} <= set(cat.columns):
             return pd.DataFrame(columns=KEYS)
         ours = cat[cat["run_name"].astype(str).str.startswith(RUN_PREFIX) & cat["spec.study"].notna()]
@@ -181,11 +197,14 @@ class AsyncIOStudy(Study, name="async_io", notebook="40_async_io", seed=SEED_FIL
         cat = ours[ours["spec.kind"] == "read"].copy()
         if cat.empty:
             return pd.DataFrame(columns=KEYS)
+        copy = cat["spec.copy"] if "spec.copy" in cat.columns else pd.Series(0, index=cat.index)
         keys = pd.DataFrame({
             "study": cat["spec.study"].astype(str),
             "rep": pd.to_numeric(cat["spec.rep"]).astype(int),
+            "copy": pd.to_numeric(copy, errors="coerce").fillna(0).astype(int),
             "backend": cat["spec.study_backend"].astype(str),
             "delay_us": pd.to_numeric(cat["spec.delay_us"]).astype(int),
+            "step": [step_name(t, b) for t, b in zip(cat["name"], cat["batch_size"], strict=True)],
             "kind": cat["name"].map(KIND),
             "backend_uri": cat["backend"].astype(str),
             "build_run": cat["spec.study"].map(builds),
@@ -205,5 +224,5 @@ class AsyncIOStudy(Study, name="async_io", notebook="40_async_io", seed=SEED_FIL
 
     def live_table(self, result: AsyncIOResult) -> pd.DataFrame:
         f = result.frame   # empty after the build run alone: it has no read steps
-        cols = ("rep", "backend", "delay_us", "test", "batch_size", "micros_per_op", "overlap")
+        cols = ("rep", "copy", "backend", "delay_us", "step", "mb_per_s", "micros_per_op", "overlap")
         return f[[c for c in cols if c in f.columns]].tail(12)

@@ -1,6 +1,9 @@
-"""The async IO study's tables: medians over repetitions per backend and delay, the page's rows beside."""
+"""The async IO study's tables: the comparisons measured in turns (each backend against the delay's base,
+and within a backend MultiGet against the Get loop and async_io on and off, ratios with 95% intervals), and
+medians over turns per backend and delay, the page's rows beside."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 
@@ -8,7 +11,10 @@ import numpy as np
 import pandas as pd
 
 from rxlab.core import published, stats
+from rxlab.core.resolution import AA
+from rxlab.core.turns_plan import Compare, result_comparisons
 from rxlab.studies.async_io.params import (
+    COMPARE,
     GET_LOOP,
     KIND,
     MIB,
@@ -20,18 +26,62 @@ from rxlab.studies.async_io.params import (
     SEED_SCAN_KEYS,
     SEED_THREADS,
     reference_configurations,
+    step_name,
 )
 from rxlab.studies.async_io.result import AsyncIOResult
 
-__all__ = ["PAGE_BACKEND", "PCT", "TABLES", "backends_table", "db_structure_table", "latency_table",
+__all__ = ["ASYNC_MULTIGET", "ASYNC_SCAN", "EFFECTS", "MULTIGET_GAIN", "PAGE_BACKEND", "PCT", "TABLES",
+           "backends_table", "comparison_table", "db_structure_table", "effect_table", "latency_table",
            "limits_table", "multiget_table", "published_multiget", "published_scans", "scan_table"]
 
 PCT = ("p50_us", "p95_us", "p99_us")
 PAGE_BACKEND = "ws:// remote flash"   # the page's storage, in the backend column of its rows
 
 
+# What changes within one backend's run, step against step (each run reads every step, so a turn pairs
+# them): the effect's name, its base step, and the test (step label) whose steps are set against it.
+MULTIGET_GAIN, ASYNC_MULTIGET, ASYNC_SCAN = "MultiGet over the Get loop", "async_io on MultiGet", "async_io on scans"
+EFFECTS = {
+    MULTIGET_GAIN: (step_name(GET_LOOP, 1), MULTIGET),
+    ASYNC_MULTIGET: (step_name(MULTIGET, SEED_BATCH), MULTIGET_ASYNC),
+    ASYNC_SCAN: (step_name(SCAN_SYNC, None), SCAN_ASYNC),
+}
+
+
+def comparison_table(result: AsyncIOResult) -> pd.DataFrame:
+    """Per delay and read step, each backend's MB/s ratio to the delay's base (posix by default) with its
+    95% interval over turns, half-width (%), resolved, turns and status, and the base's A/A row
+    (rxlab.core.turns_plan)."""
+    return result_comparisons(result, COMPARE)
+
+
+def effect_table(result: AsyncIOResult) -> pd.DataFrame:
+    """Within each backend and delay, a step's MB/s over its base step (EFFECTS): MultiGet at each batch
+    size over the Get loop (the gain per key), MultiGet with async_io over without (at the page's batch
+    size), the scan with async prefetch over without (the speedup, time without / with). Paired by turn
+    like the comparisons (95% interval, resolved to the turns' target, status), with the base backend's
+    A/A row (its base step's second run over its first)."""
+    f = result.frame
+    out = []
+    for effect, (base, test) in EFFECTS.items():
+        sel = f[(f["step"] == base) | (f["test"] == test)]
+        if not (sel["step"] == base).any() or sel["step"].nunique() < 2:
+            continue
+        # the base step first: for the base backend, the step that ran twice first is taken as the base
+        sel = sel.sort_values("step", key=lambda s, b=base: s != b, kind="stable")
+        cmp = Compare(config="step", metric=COMPARE.metric, base=base, groups=("delay_us", "backend"),
+                      turn=COMPARE.turn, copy=COMPARE.copy)
+        t = result_comparisons(dataclasses.replace(result, frame=sel), cmp)
+        out.append(t.assign(effect=effect))
+    cols = ["delay_us", "backend", "effect", "base", "config", "comparison", "ratio", "lo", "hi", "half_width",
+            "resolved", "turns", "status"]
+    if not out:
+        return pd.DataFrame(columns=cols)
+    return pd.concat(out, ignore_index=True)[cols]
+
+
 def _verdict(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """One overlap verdict per group: the same in every repetition, else 'mixed'."""
+    """One overlap verdict per group: the same in every run, else 'mixed'."""
     g = rows.groupby(by, sort=False, dropna=False)
     v = g["overlap"].agg(lambda s: s.iloc[0] if s.nunique() == 1 else "mixed")
     ev = g["overlap_evidence"].agg(lambda s: s.iloc[0])
@@ -119,9 +169,10 @@ def scan_table(result: AsyncIOResult) -> pd.DataFrame:
     """Scans with and without async prefetch per backend and delay, the page's two rows beside.
 
     micros_per_scan is db_bench's micros/op; MB/s the keys and values read per
-    second of wall time; async reads, Poll calls and the overlap verdict from
-    the counters; speedup = micros_per_scan without / with async_io (the
-    page: 2.05).
+    second of wall time (medians over turns); async reads, Poll calls and the
+    overlap verdict from the counters; speedup = time without / with async_io
+    (the page: 2.05), paired by turn (effect_table), with the half-width of its
+    95% interval (%) and whether it is resolved (speedup_status).
     """
     f = result.frame
     sc = f[f["test"].isin([SCAN_SYNC, SCAN_ASYNC])]
@@ -135,14 +186,15 @@ def scan_table(result: AsyncIOResult) -> pd.DataFrame:
     med["async_io"] = med["test"] == SCAN_ASYNC
     med["seek_nexts"] = int(pd.to_numeric(sc["seek_nexts"]).iloc[0]) if len(sc) else np.nan
     med["threads"] = result.threads
-    sync = med[~med["async_io"]].set_index(["backend", "delay_us"])["micros_per_scan"]
-    med["speedup"] = [sync.get((b, d), np.nan) / m if a else np.nan
-                      for b, d, a, m in zip(med["backend"], med["delay_us"], med["async_io"],
-                                            med["micros_per_scan"], strict=True)]
+    e = effect_table(result)
+    e = e[(e["effect"] == ASYNC_SCAN) & (e["config"] != AA)].set_index(["backend", "delay_us"])
+    for col, src in (("speedup", "ratio"), ("speedup_half_width", "half_width"), ("speedup_status", "status")):
+        med[col] = [e[src].get((b, d), np.nan) if a else np.nan
+                    for b, d, a in zip(med["backend"], med["delay_us"], med["async_io"], strict=True)]
     out = pd.concat([med, published_scans()], ignore_index=True)
     keep = ["source", "backend", "delay_us", "async_io", "seek_nexts", "threads", "micros_per_scan",
-            "mb_per_s", "speedup", *PCT, "cpuPer", "read_async", "polls", "prefetch_bytes", "overlap",
-            "evidence", "n"]
+            "mb_per_s", "speedup", "speedup_half_width", "speedup_status", *PCT, "cpuPer", "read_async", "polls",
+            "prefetch_bytes", "overlap", "evidence", "n"]
     return out[[c for c in keep if c in out.columns]]
 
 
@@ -211,6 +263,8 @@ def backends_table(result: AsyncIOResult) -> pd.DataFrame:
 
 
 TABLES = {
+    "comparisons": comparison_table,
+    "effects": effect_table,
     "backends": backends_table,
     "db_structure": db_structure_table,
     "multiget": multiget_table,
