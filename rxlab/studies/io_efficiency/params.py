@@ -81,8 +81,9 @@ class Params(TurnsParams):
     """The study's parameters (the notebooks' papermill parameters).
 
     The study runs in turns (rxlab.core.turns_plan): target (percent),
-    budget (None: SCALES' budget_s), min_turns and max_turns set the stopping
-    rule; `repeats`, when given, runs exactly that many turns instead.
+    budget (None: SCALES' budget_s at the scale), min_turns and max_turns set
+    the stopping rule; `repeats`, when given, runs exactly that many turns
+    instead.
 
     backend: default, default?io_uring=1 or an rxlab engine URI (posix,
     libaio, io_uring?registered_files=1&fixed_buffers=1, ...). threads: the
@@ -94,6 +95,8 @@ class Params(TurnsParams):
     engines only; fio's baseline gets the same). db_size: bytes (or '2g') of
     key-value data instead of the scale's key count.
     """
+
+    SCALES = SCALES      # the turns' budget at each scale (TurnsParams.scale_budget)
 
     backend: str = "posix"
     threads: list = field(default_factory=lambda: [1, 2])
@@ -122,15 +125,11 @@ class Params(TurnsParams):
         self.settings()  # the disk must hold the scale
 
     def rule(self) -> StoppingRule:
-        """TurnsParams' rule with this study's budget at its scale (SCALES), or exactly `repeats` turns
-        when repeats is given."""
+        """TurnsParams' rule, or exactly `repeats` turns when repeats is given."""
         r = super().rule()
-        if self.repeats is not None:
-            return StoppingRule(target=r.target, budget_s=None, min_turns=self.repeats,
-                                max_turns=self.repeats)
-        if self.budget is None:
-            return dataclasses.replace(r, budget_s=SCALES[self.scale].budget_s)
-        return r
+        if self.repeats is None:
+            return r
+        return StoppingRule(target=r.target, budget_s=None, min_turns=self.repeats, max_turns=self.repeats)
 
     def with_delays(self, delay_us) -> Params | None:
         """The delay study that goes with these parameters: one client (the smallest thread count),
