@@ -33,10 +33,9 @@ from rxlab.core import figures as style
 from rxlab.core.plots import AA_COLOR, ratio_plot
 from rxlab.core.resolution import AA
 from rxlab.core.study import FigureSpec
-from rxlab.studies.async_io.params import GET_LOOP, MULTIGET, SEED_BATCH, step_name
+from rxlab.studies.async_io.params import ASYNC_SCAN, GET_LOOP, MULTIGET, SEED_BATCH, step_name
 from rxlab.studies.async_io.result import AsyncIOResult
 from rxlab.studies.async_io.tables import (
-    ASYNC_SCAN,
     PCT,
     by_backend_order,
     comparison_table,

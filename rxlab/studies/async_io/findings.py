@@ -5,12 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from rxlab.core.resolution import AA
-from rxlab.studies.async_io.params import SEED_BATCH
+from rxlab.studies.async_io.params import ASYNC_MULTIGET, ASYNC_SCAN, MULTIGET_GAIN, SEED_BATCH
 from rxlab.studies.async_io.result import AsyncIOResult
 from rxlab.studies.async_io.tables import (
-    ASYNC_MULTIGET,
-    ASYNC_SCAN,
-    MULTIGET_GAIN,
     comparison_table,
     effect_table,
     multiget_table,

@@ -15,10 +15,10 @@ from rxlab.core.study import StudySettings
 from rxlab.core.sysinfo import work_space
 from rxlab.core.turns_plan import Compare, TurnsParams
 
-__all__ = ["BLOCK_BYTES", "BLOOM_BITS", "COMPARE", "GET_LOOP", "KEY_SIZE", "KIND", "MULTIGET", "MULTIGET_ASYNC",
-           "PUBLISHED", "SCALES", "SCAN_ASYNC", "SCAN_SYNC", "SEED_BATCH", "SEED_FILE", "SEED_THREADS",
-           "VALUE_SIZE", "Params", "Scale", "Settings", "default_backends", "engine",
-           "reference_configurations", "step_name", "with_delay"]
+__all__ = ["ASYNC_MULTIGET", "ASYNC_SCAN", "BLOCK_BYTES", "BLOOM_BITS", "COMPARE", "EFFECTS", "GET_LOOP",
+           "KEY_SIZE", "KIND", "MULTIGET", "MULTIGET_ASYNC", "MULTIGET_GAIN", "PUBLISHED", "SCALES", "SCAN_ASYNC",
+           "SCAN_SYNC", "SEED_BATCH", "SEED_FILE", "SEED_THREADS", "VALUE_SIZE", "Params", "Scale", "Settings",
+           "default_backends", "engine", "reference_configurations", "step_name", "with_delay"]
 
 SEED_FILE = "rocksdb-wiki-asynchronous-io.txt"
 PUBLISHED = (
@@ -64,6 +64,15 @@ def step_name(test: str, batch_size) -> str:
 # scans the scan figure's throughput.
 COMPARE = Compare(config="backend", metric="mb_per_s", groups=("delay_us",), keys=("step",), turn="rep",
                   label="MB/s")
+
+# What changes within one backend's run, step against step (each run reads every step, so a turn pairs
+# them): the effect's name, its base step, and the test (step label) whose steps are set against it.
+MULTIGET_GAIN, ASYNC_MULTIGET, ASYNC_SCAN = "MultiGet over the Get loop", "async_io on MultiGet", "async_io on scans"
+EFFECTS = {
+    MULTIGET_GAIN: (step_name(GET_LOOP, 1), MULTIGET),
+    ASYNC_MULTIGET: (step_name(MULTIGET, SEED_BATCH), MULTIGET_ASYNC),
+    ASYNC_SCAN: (step_name(SCAN_SYNC, None), SCAN_ASYNC),
+}
 
 
 @dataclass(frozen=True)

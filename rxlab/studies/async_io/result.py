@@ -1,6 +1,8 @@
-"""An async IO study's result: its tidy frame of read steps, and the DB its build run left."""
+"""An async IO study's result: its tidy frame of read steps, the DB its build run left, and what its turns
+compared (computed once: every table, figure and finding reads them)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from functools import cached_property
 
@@ -8,11 +10,15 @@ import pandas as pd
 
 from rxlab.core import store
 from rxlab.core.study import StudyResult
+from rxlab.core.turns_plan import Compare, result_comparisons
+from rxlab.studies.async_io.params import COMPARE, EFFECTS
 
 __all__ = ["STRUCTURE_FILE", "AsyncIOResult"]
 
 STRUCTURE_FILE = "db_structure.json"   # the build run's attachment: level, file, size_bytes per SST
 STRUCTURE_COLUMNS = ["level", "file", "size_bytes"]
+EFFECT_COLUMNS = ["delay_us", "backend", "effect", "base", "config", "comparison", "ratio", "lo", "hi",
+                  "half_width", "resolved", "turns", "status"]
 
 
 class AsyncIOResult(StudyResult):
@@ -46,3 +52,26 @@ class AsyncIOResult(StudyResult):
         if not att:
             return empty
         return pd.DataFrame(json.loads(att[0].read_text()), columns=STRUCTURE_COLUMNS)
+
+    @cached_property
+    def comparisons(self) -> pd.DataFrame:
+        """Per delay and read step, each backend's MB/s ratio to the delay's base with its 95% interval over
+        turns, and the base's A/A row (params.COMPARE, rxlab.core.turns_plan)."""
+        return result_comparisons(self, COMPARE)
+
+    @cached_property
+    def effects(self) -> pd.DataFrame:
+        """Within each backend and delay, each effect's step over its base step (params.EFFECTS), paired by
+        turn as the comparisons are, with the base backend's A/A row."""
+        f = self.frame
+        out = []
+        for effect, (base, test) in EFFECTS.items():
+            sel = f[(f["step"] == base) | (f["test"] == test)]
+            if not (sel["step"] == base).any() or sel["step"].nunique() < 2:
+                continue
+            # the base step first: where a backend ran twice a turn, the first step of its copy 1 is the base
+            sel = sel.sort_values("step", key=lambda s, b=base: s != b, kind="stable")
+            cmp = Compare(config="step", metric=COMPARE.metric, base=base, groups=("delay_us", "backend"),
+                          turn=COMPARE.turn, copy=COMPARE.copy)
+            out.append(result_comparisons(dataclasses.replace(self, frame=sel), cmp).assign(effect=effect))
+        return pd.concat(out, ignore_index=True)[EFFECT_COLUMNS] if out else pd.DataFrame(columns=EFFECT_COLUMNS)

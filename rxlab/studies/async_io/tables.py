@@ -3,7 +3,6 @@ and within a backend MultiGet against the Get loop and async_io on and off, rati
 medians over turns per backend and delay, the page's rows beside."""
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Sequence
 
@@ -12,9 +11,8 @@ import pandas as pd
 
 from rxlab.core import published, stats
 from rxlab.core.resolution import AA
-from rxlab.core.turns_plan import Compare, result_comparisons
 from rxlab.studies.async_io.params import (
-    COMPARE,
+    ASYNC_SCAN,
     GET_LOOP,
     KIND,
     MIB,
@@ -26,58 +24,31 @@ from rxlab.studies.async_io.params import (
     SEED_SCAN_KEYS,
     SEED_THREADS,
     reference_configurations,
-    step_name,
 )
 from rxlab.studies.async_io.result import AsyncIOResult
 
-__all__ = ["ASYNC_MULTIGET", "ASYNC_SCAN", "EFFECTS", "MULTIGET_GAIN", "PAGE_BACKEND", "PCT", "TABLES",
-           "backends_table", "comparison_table", "db_structure_table", "effect_table", "latency_table",
-           "limits_table", "multiget_table", "published_multiget", "published_scans", "scan_table"]
+__all__ = ["PAGE_BACKEND", "PCT", "TABLES", "backends_table", "comparison_table", "db_structure_table",
+           "effect_table", "latency_table", "limits_table", "multiget_table", "published_multiget",
+           "published_scans", "scan_table"]
 
 PCT = ("p50_us", "p95_us", "p99_us")
 PAGE_BACKEND = "ws:// remote flash"   # the page's storage, in the backend column of its rows
 
 
-# What changes within one backend's run, step against step (each run reads every step, so a turn pairs
-# them): the effect's name, its base step, and the test (step label) whose steps are set against it.
-MULTIGET_GAIN, ASYNC_MULTIGET, ASYNC_SCAN = "MultiGet over the Get loop", "async_io on MultiGet", "async_io on scans"
-EFFECTS = {
-    MULTIGET_GAIN: (step_name(GET_LOOP, 1), MULTIGET),
-    ASYNC_MULTIGET: (step_name(MULTIGET, SEED_BATCH), MULTIGET_ASYNC),
-    ASYNC_SCAN: (step_name(SCAN_SYNC, None), SCAN_ASYNC),
-}
-
-
 def comparison_table(result: AsyncIOResult) -> pd.DataFrame:
     """Per delay and read step, each backend's MB/s ratio to the delay's base (posix by default) with its
     95% interval over turns, half-width (%), resolved, turns and status, and the base's A/A row
-    (rxlab.core.turns_plan)."""
-    return result_comparisons(result, COMPARE)
+    (rxlab.core.turns_plan; computed once per result: AsyncIOResult.comparisons)."""
+    return result.comparisons.copy()
 
 
 def effect_table(result: AsyncIOResult) -> pd.DataFrame:
-    """Within each backend and delay, a step's MB/s over its base step (EFFECTS): MultiGet at each batch
-    size over the Get loop (the gain per key), MultiGet with async_io over without (at the page's batch
-    size), the scan with async prefetch over without (the speedup, time without / with). Paired by turn
-    like the comparisons (95% interval, resolved to the turns' target, status), with the base backend's
-    A/A row (its base step's second run over its first)."""
-    f = result.frame
-    out = []
-    for effect, (base, test) in EFFECTS.items():
-        sel = f[(f["step"] == base) | (f["test"] == test)]
-        if not (sel["step"] == base).any() or sel["step"].nunique() < 2:
-            continue
-        # the base step first: for the base backend, the step that ran twice first is taken as the base
-        sel = sel.sort_values("step", key=lambda s, b=base: s != b, kind="stable")
-        cmp = Compare(config="step", metric=COMPARE.metric, base=base, groups=("delay_us", "backend"),
-                      turn=COMPARE.turn, copy=COMPARE.copy)
-        t = result_comparisons(dataclasses.replace(result, frame=sel), cmp)
-        out.append(t.assign(effect=effect))
-    cols = ["delay_us", "backend", "effect", "base", "config", "comparison", "ratio", "lo", "hi", "half_width",
-            "resolved", "turns", "status"]
-    if not out:
-        return pd.DataFrame(columns=cols)
-    return pd.concat(out, ignore_index=True)[cols]
+    """Within each backend and delay, a step's MB/s over its base step (params.EFFECTS): MultiGet at each
+    batch size over the Get loop (the gain per key), MultiGet with async_io over without (at the page's
+    batch size), the scan with async prefetch over without (the speedup, time without / with). Paired by
+    turn like the comparisons (95% interval, resolved to the turns' target, status), with the base
+    backend's A/A row (its base step's second run over its first). AsyncIOResult.effects."""
+    return result.effects.copy()
 
 
 def _verdict(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
