@@ -63,11 +63,10 @@ IOEFF_COMPARE = Compare(config="setting", metric="iops", base=FIO, groups=GROUPS
                         turn="rep", label="device read IOPS")
 
 # The method's scale presets (rxlab.bench.ioeff.db, shared with cpu_breakdown) with this study's time for its
-# turns at small: the 941 s the whole study took at small before it ran in turns (figures/index.md,
-# 2026-11-27), less what runs outside the turns (the placed and unaligned fio runs, about 30 s; the
-# notebook's tables and figures, about a minute). A turn there is about 400 s (fio and three sequences per
-# client count), so this holds two.
-SMALL_BUDGET_S = 840.0
+# turns at small: three turns, the fewest the stopping rule resolves with. A turn there is about 400 s (fio
+# and three sequences per client count); two turns (the 941 s the whole study took before it ran in turns,
+# figures/index.md, 2026-11-27) give no interval worth drawing (t with 1 degree of freedom is 12.7).
+SMALL_BUDGET_S = 1200.0
 SCALES = {**METHOD_SCALES, "small": dataclasses.replace(METHOD_SCALES["small"], budget_s=SMALL_BUDGET_S)}
 
 
