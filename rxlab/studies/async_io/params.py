@@ -2,7 +2,6 @@
 what the study compares in turns (COMPARE)."""
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -10,7 +9,7 @@ import pandas as pd
 
 from rxlab.core import engines, scales, study
 from rxlab.core import params as checks
-from rxlab.core.resolution import StoppingRule, parse_budget
+from rxlab.core.resolution import StoppingRule
 from rxlab.core.study import StudySettings
 from rxlab.core.sysinfo import work_space
 from rxlab.core.turns_plan import Compare, TurnsParams
@@ -139,6 +138,8 @@ class Params(TurnsParams):
     temporary directory; O_DIRECT needed).
     """
 
+    SCALES = SCALES      # the turns' budget at each scale (TurnsParams.scale_budget)
+
     backends: list | None = None
     delay_us: list = field(default_factory=lambda: [0, 500])
     batch_sizes: list | None = None
@@ -167,14 +168,12 @@ class Params(TurnsParams):
         self.settings()
 
     def rule(self) -> StoppingRule:
-        """TurnsParams' rule with this study's budget for its scale (SCALES' budget_s, unless `budget` is
-        given: TurnsParams takes the common one), or exactly `repeats` turns when repeats is given."""
+        """TurnsParams' rule (its budget SCALES' at the scale), or exactly `repeats` turns when repeats is
+        given."""
         r = super().rule()
-        if self.repeats is not None:
-            return dataclasses.replace(r, budget_s=None, min_turns=self.repeats, max_turns=self.repeats)
-        if parse_budget(self.budget) is not None:
+        if self.repeats is None:
             return r
-        return dataclasses.replace(r, budget_s=SCALES[self.scale].budget_s)
+        return StoppingRule(target=r.target, budget_s=None, min_turns=self.repeats, max_turns=self.repeats)
 
     def settings(self) -> Settings:
         batch_sizes = None if self.batch_sizes is None else tuple(self.batch_sizes)
