@@ -19,7 +19,8 @@ TITLE = "studies"
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("study", help="list the seed studies, or run one (its runs, tables, figures, findings)",
+    p = sub.add_parser("study",
+                       help="list the seed studies, or run one (its runs, tables, figures, findings)",
                        description="The seed studies (rxlab/studies/): list them, or run one without its "
                                    "notebook.")
     ss = p.add_subparsers(dest="study_cmd", required=True, metavar="ACTION")
@@ -33,7 +34,8 @@ def add_parser(sub) -> None:
     r.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                    help="a study parameter (YAML value: 1, true, [1, 2], posix); repeat for more; "
                         "`rxlab study run NAME --params` lists them")
-    r.add_argument("--params", action="store_true", help="print the study's parameters and defaults, run nothing")
+    r.add_argument("--params", action="store_true",
+                   help="print the study's parameters and defaults, run nothing")
     r.add_argument("--runs", metavar="DIR", help="results store (default: $RXLAB_RUNS or data/runs)")
     r.add_argument("--out", metavar="DIR",
                    help="where the figures, tables and findings go (default: data/studies/NAME/STUDY_ID); "
@@ -180,7 +182,8 @@ def _resume(a) -> int:
     root = Path(a.runs) if a.runs else store.default_root()
     m = _resolve_id(root, a.id)
     study = studies.get(str(m.get("study")))
-    before = len(m.get("runs") or [])
+    # the runs of the rows it finished: those are reused (setup, such as a DB load, runs again)
+    before = sum(len(v) for v in (m.get("done") or {}).values())
     t0 = time.monotonic()
     try:
         result = study.resume(m["id"], root, progress=not a.quiet)

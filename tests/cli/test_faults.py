@@ -312,7 +312,8 @@ def test_several_bad_study_parameters_are_named_one_line_each(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and "Traceback" not in r.stderr, describe(r)
     assert len(lines) == 4 and all(ln.startswith("rxlab: ") for ln in lines), describe(r)
-    assert lines[0].startswith("rxlab: unknown parameter 'colour': allowed are scale, backend, threads")
+    assert lines[0].startswith("rxlab: unknown parameter 'colour': allowed are scale, target, budget, ")
+    assert "backend, threads" in lines[0]
     assert lines[1].startswith("rxlab: backend='nosuch': ")
     assert lines[2].startswith("rxlab: threads=0: expected a non-empty list of distinct")
     assert lines[3].startswith("rxlab: value_size=-1: expected an integer 1..")
