@@ -11,7 +11,7 @@ import pandas as pd
 
 from rxlab import studies
 from rxlab.core import figures
-from rxlab.core.resolution import AA
+from rxlab.core.resolution import AA, MIN_TURNS
 from rxlab.runs.notebooks import NOTEBOOKS_DIR, Outcome, notebook_index, resolve_notebook, run_notebook
 
 SCALES = ("smoke", "small", "full")
@@ -113,19 +113,26 @@ def resolution_cells(figs: str | Path, stem: str, study: str | None) -> tuple[st
     is_aa = t["config"].astype(str) == AA
     cmp_hw = hw[~is_aa]
     note = " (study's table)" if whose else ""
+    turns = (pd.to_numeric(t["turns"], errors="coerce") if "turns" in t
+             else pd.Series(MIN_TURNS, index=t.index))
     if cmp_hw.empty:
         widest = "no comparison" + note
-    elif not np.isfinite(cmp_hw).any():
-        widest = f"no interval (fewer than 2 turns){note}"
+    elif not np.isfinite(cmp_hw).any() or turns[~is_aa].max() < MIN_TURNS:
+        # two turns give an interval (t with 1 degree of freedom: 12.7 standard errors), not one to read
+        widest = f"no interval to read: {int(turns[~is_aa].max())} turns ({MIN_TURNS} needed){note}"
     else:
         resolved = t.loc[~is_aa, "resolved"].astype(str).str.lower().isin(["true", "1"]) \
             if "resolved" in t else pd.Series(False, index=cmp_hw.index)
         n_un = int((~resolved).sum())
-        widest = (f"±{np.nanmax(cmp_hw):.1f}%" + (f", {n_un} of {len(cmp_hw)} unresolved" if n_un else
-                                                    f", all {len(cmp_hw)} resolved") + note)
+        few = int((turns[~is_aa] < MIN_TURNS).sum())   # listed as unresolved, their width not read
+        widest = (f"±{np.nanmax(cmp_hw[turns[~is_aa] >= MIN_TURNS]):.1f}%"
+                  + (f", {n_un} of {len(cmp_hw)} unresolved" if n_un else f", all {len(cmp_hw)} resolved")
+                  + (f" ({few} with fewer than {MIN_TURNS} turns)" if few else "") + note)
     aa_ratio = pd.to_numeric(t.loc[is_aa, "ratio"], errors="coerce") if "ratio" in t else pd.Series()
     aa_hw = hw[is_aa]
-    if aa_ratio.notna().any() and np.isfinite(aa_hw).any():
+    if aa_ratio.notna().any() and np.isfinite(aa_hw).any() and turns[is_aa].max() < MIN_TURNS:
+        aa = f"{aa_ratio.min():.3f} to {aa_ratio.max():.3f}, {int(turns[is_aa].max())} turns"
+    elif aa_ratio.notna().any() and np.isfinite(aa_hw).any():
         lo, hi = aa_ratio.min(), aa_ratio.max()
         span = f"{lo:.3f}" if np.isclose(lo, hi) else f"{lo:.3f} to {hi:.3f}"
         aa = f"{span}, widest ±{np.nanmax(aa_hw):.1f}%"

@@ -202,3 +202,8 @@ def test_the_index_gives_each_figures_widest_half_width_and_its_a_a_spread(tmp_p
     pd.DataFrame({"config": ["a"], "qps": [1.0]}).to_csv(tmp_path / "abs_fig.csv", index=False)
     assert resolution_cells(tmp_path, "abs_fig", "mystudy")[0].endswith("(study's table)")
     assert resolution_cells(tmp_path, "abs_fig", "other") == ("no comparison table", "")
+    # two turns: an interval 12.7 standard errors wide, not a half-width to list
+    two = resolution.compare(pd.DataFrame([r for r in rows if r["turn"] < 2]), "base", target=2.0)
+    two.to_csv(tmp_path / "two.csv", index=False)
+    widest, aa = resolution_cells(tmp_path, "two", None)
+    assert widest == "no interval to read: 2 turns (3 needed)" and aa.endswith(", 2 turns"), (widest, aa)
