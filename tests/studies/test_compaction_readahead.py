@@ -406,3 +406,10 @@ def test_the_child_module_the_parent_starts_runs_as_a_program():
                        text=True, check=False, timeout=120)
     assert r.returncode == 0 and "--child JOB.json" in r.stdout, r.stderr
     assert "RuntimeWarning" not in r.stderr   # nothing imported the module before runpy ran it
+
+
+def test_the_turns_budget_is_the_studys_own_by_scale():
+    """small's turns stop at the study's own 225 s (on 2026-11-27 it ran 600 s, the common budget: its
+    preset was not read); a budget given wins."""
+    assert params.Params(scale="small").rule().budget_s == params.SCALES["small"].budget_s == 225.0
+    assert params.Params(scale="small", budget="90s").rule().budget_s == 90.0

@@ -170,6 +170,8 @@ class Params(TurnsParams):
     files only) or none, before each run.
     """
 
+    SCALES = SCALES   # the turns' budget by scale (small's 225 s), not the common one
+
     compaction_readahead_size: list = field(default_factory=lambda: list(SEED_SETTINGS))
     memory_limit: int | str | None = None
     backend: str = "posix"
