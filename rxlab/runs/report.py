@@ -119,7 +119,8 @@ def resolution_cells(figs: str | Path, stem: str, study: str | None) -> tuple[st
         widest = "no comparison" + note
     elif not np.isfinite(cmp_hw).any() or turns[~is_aa].max() < MIN_TURNS:
         # two turns give an interval (t with 1 degree of freedom: 12.7 standard errors), not one to read
-        widest = f"no interval to read: {int(turns[~is_aa].max())} turns ({MIN_TURNS} needed){note}"
+        n = turns[~is_aa].max()
+        widest = f"no interval to read: {int(n) if np.isfinite(n) else 0} turns ({MIN_TURNS} needed){note}"
     else:
         resolved = t.loc[~is_aa, "resolved"].astype(str).str.lower().isin(["true", "1"]) \
             if "resolved" in t else pd.Series(False, index=cmp_hw.index)

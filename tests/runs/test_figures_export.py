@@ -207,3 +207,10 @@ def test_the_index_gives_each_figures_widest_half_width_and_its_a_a_spread(tmp_p
     two.to_csv(tmp_path / "two.csv", index=False)
     widest, aa = resolution_cells(tmp_path, "two", None)
     assert widest == "no interval to read: 2 turns (3 needed)" and aa.endswith(", 2 turns"), (widest, aa)
+    # one turn: no interval at all, no A/A (a smoke run)
+    one = resolution.compare(pd.DataFrame([r for r in rows if r["turn"] < 1]), "base", target=2.0)
+    one.to_csv(tmp_path / "one.csv", index=False)
+    assert resolution_cells(tmp_path, "one", None)[0].startswith("no interval to read: 1 turns")
+    empty = one.assign(turns=np.nan, half_width=np.nan)
+    empty.to_csv(tmp_path / "empty.csv", index=False)
+    assert resolution_cells(tmp_path, "empty", None)[0] == "no interval to read: 0 turns (3 needed)"
