@@ -32,6 +32,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -39,6 +40,7 @@ import pandas as pd
 from rxlab.core.stats import ratio_interval
 
 __all__ = ["COMPARISON_COLUMNS", "DEFAULT_TARGET_PCT", "MIN_TURNS", "StoppingRule", "Turns", "compare",
+           "findings_line",
            "format_comparison", "parse_budget", "ratio_interval", "turn_order", "turn_ratios"]
 
 DEFAULT_TARGET_PCT = 2.0   # the issue's target: every comparison to +-2%
@@ -112,6 +114,27 @@ def compare(obs: pd.DataFrame, base: str | Callable[[dict], str], keys: Sequence
                         "ratio": ratio, "lo": lo, "hi": hi, "half_width": hw, "resolved": ok, "turns": n,
                         "status": why})
     return pd.DataFrame(out, columns=[*keys, *COMPARISON_COLUMNS])
+
+
+def findings_line(g: pd.DataFrame, head: str, label: Callable[[Any], str], aa_label: str = "") -> str | None:
+    """A study's findings bullet for one group of a comparison table (`compare`'s columns): how many of its
+    ratios are resolved (`head` says of what: "posix, 0 us: 3 of 5 ratios to default"), those resolved
+    with their half-width, those not with why ("not to be read as differences"), and the A/A control's
+    widest half-width. `label(row)` names a row. None for a group with no comparison."""
+    cmp, aa = g[g["config"] != AA], g[g["config"] == AA]
+    if cmp.empty:
+        return None
+    ok, bad = cmp[cmp["resolved"].astype(bool)], cmp[~cmp["resolved"].astype(bool)]
+    text = f"- In turns, {head.format(resolved=len(ok), of=len(cmp))} resolved"
+    if len(ok):
+        text += " (" + "; ".join(f"{label(r)} {r.ratio:.3f} +-{r.half_width:.1f}%"
+                                 for r in ok.itertuples()) + ")"
+    if len(bad):
+        text += "; unresolved, not to be read as differences: " + "; ".join(
+            f"{label(r)} {r.ratio:.3f} ({r.status.removeprefix('unresolved: ')})" for r in bad.itertuples())
+    if aa["half_width"].notna().any():
+        text += f"; A/A control{aa_label} within +-{aa['half_width'].max():.1f}%"
+    return text + "."
 
 
 def _why(n: int, hw: float, target: float, min_turns: int, stopped: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rxlab.core.resolution import AA
+from rxlab.core.resolution import AA, findings_line
 from rxlab.studies.async_io.params import ASYNC_MULTIGET, ASYNC_SCAN, MULTIGET_GAIN, SEED_BATCH
 from rxlab.studies.async_io.result import AsyncIOResult
 from rxlab.studies.async_io.tables import (
@@ -29,7 +29,8 @@ def _ratio(r) -> str:
 
 
 def _effect(e: pd.DataFrame, effect: str, backend: str, delay, config: str | None = None):
-    sel = e[(e["effect"] == effect) & (e["backend"] == backend) & (e["delay_us"] == delay) & (e["config"] != AA)]
+    sel = e[(e["effect"] == effect) & (e["backend"] == backend) & (e["delay_us"] == delay)
+            & (e["config"] != AA)]
     if config is not None:
         sel = sel[sel["config"] == config]
     return next(sel.itertuples(), None)
@@ -67,8 +68,9 @@ def findings(result: AsyncIOResult) -> str:
                     else "the counters differ between the two in some configuration (see the table)")
         ratios = "; ".join(f"{r.backend} d={int(r.delay_us)} {_ratio(r)}" for r in ea.itertuples())
         lines.append(
-            f"- MultiGet with async_io=true at batch {SEED_BATCH}, its keys per second over plain MultiGet's: "
-            f"{ratios} ({counters}; without coroutines async_io does not change MultiGet's reads): the page's "
+            f"- MultiGet with async_io=true at batch {SEED_BATCH}, its keys per second over plain "
+            f"MultiGet's: {ratios} ({counters}; without coroutines async_io does not change MultiGet's "
+            "reads): the page's "
             f"single-level ({pub.loc['MultiGet single-level', 'micros_per_key']:.0f} us/op) and "
             f"multi-level ({pub.loc['MultiGet multi-level', 'micros_per_key']:.0f} us/op) rows have no "
             "local counterpart.")
@@ -94,28 +96,13 @@ def _resolution(result: AsyncIOResult, effects: pd.DataFrame) -> list[str]:
     """What the turns resolved: per delay, the backends' ratios to the base resolved to the target and those
     not (with why), the widest A/A interval beside; how many of the within-backend effects were resolved."""
     c = comparison_table(result)
-    out = []
-    for d, g in c.groupby("delay_us", sort=False):
-        cmp, aa = g[g["config"] != AA], g[g["config"] == AA]
-        if cmp.empty:
-            continue
-        ok, bad = cmp[cmp["resolved"].astype(bool)], cmp[~cmp["resolved"].astype(bool)]
-        text = (f"- In turns, {_delay_label(d)}: {len(ok)} of {len(cmp)} MB/s ratios to {g['base'].iloc[0]} "
-                "resolved")
-        if len(ok):
-            text += " (" + "; ".join(f"{r.step} {r.config} {r.ratio:.3f} +-{r.half_width:.1f}%"
-                                     for r in ok.itertuples()) + ")"
-        if len(bad):
-            text += "; unresolved, not to be read as differences: " + "; ".join(
-                f"{r.step} {r.config} {r.ratio:.3f} ({r.status.removeprefix('unresolved: ')})"
-                for r in bad.itertuples())
-        if aa["half_width"].notna().any():
-            text += f"; A/A control within +-{aa['half_width'].max():.1f}%"
-        out.append(text + ".")
+    lines = (findings_line(g, f"{_delay_label(d)}: {{resolved}} of {{of}} MB/s ratios to {g['base'].iloc[0]}",
+                           lambda r: f"{r.step} {r.config}") for d, g in c.groupby("delay_us", sort=False))
+    out = [ln for ln in lines if ln]
     e = effects[effects["config"] != AA]
     if len(e):
         ok = e["resolved"].astype(bool)
-        out.append(f"- Within a backend (MultiGet over the Get loop, async_io on and off): {int(ok.sum())} of "
-                   f"{len(e)} ratios resolved; the others, marked unresolved above, are not to be read as "
-                   "differences.")
+        out.append("- Within a backend (MultiGet over the Get loop, async_io on and off): "
+                   f"{int(ok.sum())} of {len(e)} ratios resolved; the others, marked unresolved above, are "
+                   "not to be read as differences.")
     return out

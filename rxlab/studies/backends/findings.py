@@ -6,6 +6,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from rxlab.core.resolution import findings_line
 from rxlab.studies.backends.params import CLUSTER_TESTS, LOCAL_TESTS, engine
 from rxlab.studies.backends.result import BackendsResult
 from rxlab.studies.backends.tables import (
@@ -100,22 +101,6 @@ def _resolution(result: BackendsResult) -> list[str]:
     """What the turns resolved: per case, the comparisons resolved to the target and those not (with
     why), and the widest A/A interval beside."""
     c = comparison_table(result)
-    out = []
-    for case, g in c.groupby("case", sort=False):
-        cmp, aa = g[g["config"] != "A/A"], g[g["config"] == "A/A"]
-        if cmp.empty:
-            continue
-        ok = cmp[cmp["resolved"].astype(bool)]
-        bad = cmp[~cmp["resolved"].astype(bool)]
-        text = f"- In turns, {case}: {len(ok)} of {len(cmp)} ratios to {g['base'].iloc[0]} resolved"
-        if len(ok):
-            text += " (" + "; ".join(f"{r.test} {r.config} {r.ratio:.3f} +-{r.half_width:.1f}%"
-                                     for r in ok.itertuples()) + ")"
-        if len(bad):
-            text += "; unresolved, not to be read as differences: " + "; ".join(
-                f"{r.test} {r.config} {r.ratio:.3f} ({r.status.removeprefix('unresolved: ')})"
-                for r in bad.itertuples())
-        if aa["half_width"].notna().any():
-            text += f"; A/A control within +-{aa['half_width'].max():.1f}%"
-        out.append(text + ".")
-    return out
+    lines = (findings_line(g, f"{case}: {{resolved}} of {{of}} ratios to {g['base'].iloc[0]}",
+                           lambda r: f"{r.test} {r.config}") for case, g in c.groupby("case", sort=False))
+    return [ln for ln in lines if ln]

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from rxlab.bench.ioeff.baseline import background_lines, value_range
-from rxlab.core.resolution import AA
+from rxlab.core.resolution import AA, findings_line
 from rxlab.studies.io_efficiency.result import IoEfficiencyResult
 from rxlab.studies.io_efficiency.tables import (
     background_io,
@@ -72,24 +72,14 @@ def _where(r) -> str:
 def comparison_findings(c: pd.DataFrame) -> list[str]:
     """What the turns resolved (`comparison_table`): per metric, the comparisons resolved to the target and
     those not, with why (not to be read as differences), and the widest A/A interval beside."""
-    out = []
-    for metric, g in c.groupby("metric", sort=False):
-        cmp, aa = g[g["config"] != AA], g[g["config"] == AA]
-        if cmp.empty:
-            continue
-        ok, bad = cmp[cmp["resolved"].astype(bool)], cmp[~cmp["resolved"].astype(bool)]
-        text = f"- In turns, {MEASURES.get(metric, metric)}: {len(ok)} of {len(cmp)} resolved"
-        if len(ok):
-            text += " (" + "; ".join(f"{_where(r)} {r.comparison} {r.ratio:.3f} +-{r.half_width:.1f}%"
-                                     for r in ok.itertuples()) + ")"
-        if len(bad):
-            text += "; unresolved, not to be read as differences: " + "; ".join(
-                f"{_where(r)} {r.comparison} {r.ratio:.3f} ({r.status.removeprefix('unresolved: ')})"
-                for r in bad.itertuples())
-        if aa["half_width"].notna().any():
-            text += f"; A/A control ({aa['base'].iloc[0]}) within +-{aa['half_width'].max():.1f}%"
-        out.append(text + ".")
-    return out
+    def aa_base(g: pd.DataFrame) -> str:   # the A/A pair's own base (block_align on, also for io.eff)
+        b = g.loc[g["config"] == AA, "base"]
+        return f" ({b.iloc[0]})" if len(b) else ""
+
+    lines = (findings_line(g, f"{MEASURES.get(metric, metric)}: {{resolved}} of {{of}}",
+                           lambda r: f"{_where(r)} {r.comparison}", aa_label=aa_base(g))
+             for metric, g in c.groupby("metric", sort=False))
+    return [ln for ln in lines if ln]
 
 
 def findings(result: IoEfficiencyResult) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rxlab.core.resolution import AA
+from rxlab.core.resolution import AA, findings_line
 from rxlab.studies.tracing_overhead.params import TOLERANCE, WORKLOADS
 from rxlab.studies.tracing_overhead.result import TracingResult
 from rxlab.studies.tracing_overhead.tables import comparison_table, published_rows, syscalls_table
@@ -69,24 +69,10 @@ def _kept(tracer: str, g: pd.DataFrame) -> str:
 def _resolution(c: pd.DataFrame) -> list[str]:
     """What the turns resolved, per backend: the ratios to none resolved to the target and those not (with
     why), and the A/A control's widest interval beside."""
-    out = []
-    for backend, g in c.groupby("backend", sort=False):
-        cmp, aa = g[g["config"] != AA], g[g["config"] == AA]
-        if cmp.empty:
-            continue
-        ok, bad = cmp[cmp["resolved"].astype(bool)], cmp[~cmp["resolved"].astype(bool)]
-        text = f"- In turns, {backend}: {len(ok)} of {len(cmp)} ratios to untraced resolved"
-        if len(ok):
-            text += " (" + "; ".join(f"{r.test} {r.config} {r.ratio:.3f} +-{r.half_width:.1f}%"
-                                     for r in ok.itertuples()) + ")"
-        if len(bad):
-            text += "; unresolved, not to be read as differences: " + "; ".join(
-                f"{r.test} {r.config} {r.ratio:.3f} ({r.status.removeprefix('unresolved: ')})"
-                for r in bad.itertuples())
-        if aa["half_width"].notna().any():
-            text += f"; A/A control within +-{aa['half_width'].max():.1f}%"
-        out.append(text + ".")
-    return out
+    lines = (findings_line(g, f"{backend}: {{resolved}} of {{of}} ratios to untraced",
+                           lambda r: f"{r.test} {r.config}")
+             for backend, g in c.groupby("backend", sort=False))
+    return [ln for ln in lines if ln]
 
 
 def _rng(v, fmt: str) -> str:
