@@ -14,7 +14,7 @@ FIGURES ?= figures-local
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
-.PHONY: setup test check deps rocksdb venv ext main lab bench conformance docs docs-serve clean
+.PHONY: setup test check deps rocksdb venv ext main lab bench conformance docs docs-serve clean toolchains
 
 setup: ext main
 
@@ -65,6 +65,17 @@ ext: rocksdb venv
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	@# JupyterLab of this venv: 127.0.0.1, and root allowed (the set-up runs as root on a new machine).
 	$(VENV)/bin/rxlab lab --configure >/dev/null
+
+# The toolchain study's matrix (notebook 70): clang and lld first, then gcc, clang and clang+LTO
+# builds of each version, each with rxlab's module compiled against it; about 20-30 minutes a build on
+# 2 cores, niced. A finished build or module is reused.
+TOOLCHAIN_VERSIONS ?= 9.10.0 9.11.2
+toolchains: ext
+	@bash .ci/deps.sh toolchains
+	@set -e; for v in $(TOOLCHAIN_VERSIONS); do for t in "gcc" "clang" "clang --lto"; do \
+	  prefix=$$(nice -n 19 $(VENV)/bin/rxlab build-rocksdb --version $$v --cc $$t); \
+	  nice -n 19 $(VENV)/bin/rxlab build-module $$(basename $$prefix); \
+	done; done
 
 # The main job: every backend through the release db_bench, then the
 # IO-efficiency study (notebook 10) at $(SCALE) scale; the executed notebook

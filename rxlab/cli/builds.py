@@ -22,8 +22,8 @@ def add_parser(sub) -> None:
                        description="Build a RocksDB release (shared library and db_bench) into the cache. "
                                    "A finished build is reused, never silently rebuilt.")
     b.add_argument("--version", default="9.10.0", help="RocksDB version (Debian has 7.8.3, 9.10.0, 9.11.2)")
-    b.add_argument("--cc", default="gcc", choices=["gcc", "clang"], help="compiler (clang needs clang-16, "
-                   "lld-16 and llvm-16)")
+    b.add_argument("--cc", default="gcc", choices=["gcc", "clang"],
+                   help="compiler (clang: clang, lld and llvm of one version; make toolchains installs them)")
     b.add_argument("--lto", action="store_true", help="link-time optimization (part of the build's key)")
     b.add_argument("--jobs", type=int, help="parallel compile jobs (default: the CPUs)")
     b.add_argument("--force", action="store_true", help="rebuild even if the build exists")

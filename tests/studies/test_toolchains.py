@@ -148,6 +148,7 @@ def test_the_matrix_is_refused_in_one_line_naming_the_missing_builds(only_the_ba
     assert msg.startswith("toolchains: the matrix (gcc, clang, clang+LTO for RocksDB ")
     assert "lacks 5 builds: " in msg and f"{version} clang, {version} clang+LTO" in msg
     assert f"rxlab build-rocksdb --version {version} --cc clang --lto" in msg
+    assert "make toolchains TOOLCHAIN_VERSIONS=" in msg   # the whole matrix in one command
     # the second version: the newest of the matrix's others, all three of its toolchains
     other = "9.11.2" if version != "9.11.2" else "9.10.0"
     assert all(f"rxlab build-rocksdb --version {other} --cc {cc}" in msg for cc in ("gcc", "clang"))

@@ -36,13 +36,13 @@ def compiler_for(cc: str) -> tuple[str, str, str]:
         raise BuildError(f"unknown compiler {cc!r}: allowed are gcc, clang")
     if shutil.which(cxx) is None:
         raise BuildError(f"compiler {cxx} not found: install it (make setup does for gcc; "
-                         "clang: apt-get install clang-16 lld-16 llvm-16)")
+                         "clang: make toolchains, or bash .ci/deps.sh toolchains)")
     out = subprocess.run([cxx, "-dumpversion"], capture_output=True, text=True, check=False).stdout.strip()
     return c, cxx, out.split(".")[0]
 
 
 def _newest(name: str) -> str:
-    """clang-16 over clang-14 over clang, whichever exists."""
+    """The newest versioned clang (clang-19 over clang-16 ...) that exists, else plain clang."""
     for v in (19, 18, 17, 16, 15, 14):
         if shutil.which(f"{name}-{v}"):
             return f"{name}-{v}"
