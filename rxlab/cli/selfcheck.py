@@ -221,6 +221,11 @@ def _run_parity(a) -> int:
     if a.figure_dir and not table.empty:
         fig = spr.save_figure(table, Path(a.figure_dir), notes=command)
     files.update({f"figure.{k}": v for k, v in fig.items()})
+    if len(s.threads) >= 3 and m.runs:  # a thread-scaling sweep: throughput against threads as well
+        runs = pd.DataFrame(m.runs)
+        for d in [out, *([Path(a.figure_dir)] if a.figure_dir else [])]:
+            sfig = spr.save_scaling_figure(runs, table, d, notes=command)
+        files.update({f"scaling.{k}": v for k, v in sfig.items()})
     m.files = files
     if a.json:
         print(json.dumps(spr.document(m, table, command), indent=1))

@@ -125,3 +125,23 @@ def test_a_run_that_fails_is_a_failed_cell_and_the_rest_goes_on(tmp_path):
     assert not bad["resolved"].any()
     ok = table[table["config"] == "posix"]
     assert len(ok) == 2 and (ok["turns"] >= 2).all() and ok["ratio"].gt(0).all(), ok
+
+
+def test_a_thread_sweep_draws_throughput_by_threads_with_the_same_work_at_every_count(tmp_path):
+    """Three thread counts: the scaling figure and its table beside the matrix; a writer's threads
+    share the same `num` keys (db_bench's --writes per thread), so every count writes num keys."""
+    import pandas as pd  # noqa: PLC0415 - only this test reads the stored tables
+
+    r = run_cli("selfcheck", "parity", "--workloads", "fillrandom", "--engines", "posix",
+                "--threads", "1,2,4", "--num", "3000", "--target", "50", "--budget", "30s", "--min-turns",
+                "2", "--out", tmp_path, "--dir", tmp_path, timeout=240)
+    assert r.returncode == 0, describe(r)
+    assert "each writer thread of the untimed rows writes --writes=num/N keys" in r.stdout
+    runs = pd.read_csv(tmp_path / "runs.csv")
+    assert sorted(runs["threads"].unique()) == [1, 2, 4]
+    assert (runs.groupby("threads")["ops"].max() == 3000).all(), runs[["threads", "ops"]]
+    sc = pd.read_csv(tmp_path / "parity_threads.csv")
+    assert set(zip(sc["config"], sc["threads"], strict=True)) == {(c, t) for c in ("default", "posix")
+                                                                  for t in (1, 2, 4)}
+    assert ((sc["lo"] <= sc["qps"]) & (sc["qps"] <= sc["hi"])).all() and (sc["turns"] >= 2).all()
+    assert (tmp_path / "parity_threads.png").stat().st_size > 10_000

@@ -125,6 +125,10 @@ def cell_flags(row: Row, g: dict, s: Settings, db: Path) -> dict:
         flags.update(use_existing_db=1, readonly=1, open_files=1000)
     if row.prepare:
         flags["use_existing_db"] = 1  # loaded by the row's own first process (prepare_flags)
+    if not row.timed and not row.reads_loaded and g["threads"] > 1:
+        # db_bench's writers each write --writes keys (default --num): split `num` over the threads,
+        # so that every thread count does the same work and the rows' throughputs scale comparably
+        flags["writes"] = math.ceil(s.num / g["threads"])
     if row.timed:
         flags.update(duration=s.duration)
         if row.reads_loaded or row.name == "readwhilewriting":

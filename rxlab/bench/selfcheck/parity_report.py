@@ -14,6 +14,7 @@ from rxlab.bench.selfcheck.parity_rows import COMMON, rows
 from rxlab.core import engines, figures
 
 FIGURE = "parity_matrix"
+SCALING_FIGURE = "parity_threads"
 
 
 def backend_of(column: str) -> str:
@@ -43,6 +44,9 @@ def options_text(m: Matrix) -> str:
         out.append(f"  {name}: --benchmarks={','.join(r.chain)} (measured: {r.chain[-1]})"
                    + (" on the shared loaded DB, read-only" if r.reads_loaded else " from an empty DB")
                    + (f" {extra}" if extra else "") + (f" ({r.why})" if r.why else ""))
+    if any(t > 1 for t in s.threads):
+        out.append(f"  with N > 1 threads, each writer thread of the untimed rows writes --writes=num/N keys "
+                   f"(the same {s.num} keys at every thread count)")
     out.append("columns: " + ", ".join(f"{c} ({engines.fs_uri(u) or 'RocksDB own file system'})"
                                        for c, u in s.cols.items()))
     return "\n".join(out)
@@ -164,3 +168,86 @@ def save_figure(table: pd.DataFrame, directory: Path, notes: str = "") -> dict[s
     fig = draw(table)
     cols = [*KEYS, "metric", "config", "ratio", "lo", "hi", "half_width", "resolved", "turns", "status"]
     return figures.save(fig, FIGURE, table=table[cols], directory=directory, notes=notes)
+
+
+def scaling(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per group key and column: throughput's geometric mean over the turns with its 95% t-interval
+    (on the log, over turns: `default`'s two runs of a turn averaged first), and the turns."""
+    from scipy import stats  # noqa: PLC0415 - only the scaling figure needs it
+
+    if runs.empty:
+        return pd.DataFrame(columns=[*KEYS, "config", "qps", "lo", "hi", "turns"])
+    r = runs.assign(logq=np.log(runs["qps"]))
+    per_turn = r.groupby([*KEYS, "config", "turn"], sort=False)["logq"].mean().reset_index()
+    out = []
+    for key, d in per_turn.groupby([*KEYS, "config"], sort=False):
+        n, m = len(d), d["logq"].mean()
+        hw = stats.t.ppf(0.975, n - 1) * d["logq"].std(ddof=1) / math.sqrt(n) if n > 1 else math.nan
+        out.append({**dict(zip([*KEYS, "config"], key, strict=True)), "qps": math.exp(m),
+                    "lo": math.exp(m - hw), "hi": math.exp(m + hw), "turns": n})
+    return pd.DataFrame(out)
+
+
+def draw_scaling(runs: pd.DataFrame, table: pd.DataFrame, cpus: int | None = None):
+    """Throughput against threads, one panel per workload (and condition, direct IO, sync), one line per
+    column, each point its 95% interval over turns; a point whose ratio to default is not resolved to the
+    target is hollow. `cpus`: the machine's CPUs, said in the title where threads outnumber them."""
+    import os  # noqa: PLC0415
+
+    cpus = cpus or os.cpu_count() or 1
+    sc = scaling(runs)
+    sc["panel"] = (sc["workload"] + np.where(sc["condition"] == "busy", ", busy neighbour", "")
+                   + np.where(sc["direct"].astype(bool), "", ", buffered")
+                   + np.where(sc["sync"].astype(bool), ", sync", ""))
+    panels = list(dict.fromkeys(sc["panel"]))
+    q = table[table["metric"] == "qps"] if not table.empty else table
+    ncols = min(len(panels), 2)
+    nrows = math.ceil(len(panels) / ncols)
+    fig, axes = figures.figure("page", aspect=0.42 * nrows, ncols=ncols, nrows=nrows, squeeze=False)
+    configs = list(dict.fromkeys(sc["config"]))
+    for ax, panel in zip(axes.flat, panels, strict=False):
+        d = sc[sc["panel"] == panel]
+        for j, c in enumerate(configs):
+            dc = d[d["config"] == c].sort_values("threads")
+            if dc.empty:
+                continue
+            col = figures.backend_color(backend_of(c))
+            x = dc["threads"].to_numpy() * (1 + 0.03 * (j - (len(configs) - 1) / 2))  # apart, not on top
+            ax.plot(x, dc["qps"], color=col, lw=1, label=c)
+            err = [(dc["qps"] - dc["lo"]).fillna(0), (dc["hi"] - dc["qps"]).fillna(0)]
+            ax.errorbar(x, dc["qps"], yerr=err, fmt="none", ecolor=col, elinewidth=0.8)
+            ok = np.ones(len(dc), dtype=bool)
+            if c != BASE and not q.empty:
+                res = q[(q["config"] == c) & (q["workload"] == dc["workload"].iloc[0])
+                        & (q["condition"] == dc["condition"].iloc[0])]
+                by_t = dict(zip(res["threads"], res["resolved"].astype(bool), strict=False))
+                ok = np.array([by_t.get(t, False) for t in dc["threads"]])
+            ax.scatter(x[ok], dc["qps"][ok], color=col, s=14, zorder=3)
+            ax.scatter(x[~ok], dc["qps"][~ok], facecolors="white", edgecolors=col, s=14, zorder=3)
+        ax.set_xscale("log", base=2)
+        ticks = sorted(set(d["threads"]))
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.minorticks_off()
+        ax.axvline(cpus, color="#999999", lw=0.8, ls=":")
+        ax.set_ylim(bottom=0)
+        ax.set_title(panel, fontsize="small")
+        ax.set_xlabel("threads")
+        ax.set_ylabel("ops/s")
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize="x-small", loc="lower center", ncols=min(len(labels), 6),
+               frameon=False)
+    sliced = (f"\nbeyond {cpus} threads (dotted line) the threads are time-sliced on this machine's "
+              f"{cpus} CPUs" if max(sc["threads"]) > cpus else "")
+    fig.suptitle("throughput by threads, 95% intervals over turns; hollow: ratio to default not resolved "
+                 f"to the target{sliced}", fontsize="small")
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def save_scaling_figure(runs: pd.DataFrame, table: pd.DataFrame, directory: Path,
+                        notes: str = "") -> dict[str, Path]:
+    """The thread-scaling figure with its table (throughput per thread count and column) and sidecar."""
+    fig = draw_scaling(runs, table)
+    return figures.save(fig, SCALING_FIGURE, table=scaling(runs), directory=directory, notes=notes)
