@@ -57,13 +57,18 @@ def zippydb_options() -> dict:
 
 def parts(settings: Settings) -> list[list]:
     """driver.SEQUENCES["lab_report"] split where db_bench starts a fresh DB (each fill benchmark), with
-    the per-step options: fills single-threaded, readseq one pass (ops = num), mixgraph the ZippyDB
-    options."""
+    the per-step options: fills single-threaded, the fill's compactions waited for before the first
+    read, readseq one pass (ops = num), mixgraph the ZippyDB options."""
     out: list[list] = []
     for name in driver.SEQUENCES["lab_report"]:
         if name in driver.FILL_STEPS:
             out.append([{"name": name, "threads": 1}])
             continue
+        if len(out[-1]) == 1:
+            # Reads start on a settled DB: right after the fill, its compactions are still merging
+            # 10-20 L0 files, and without bloom filters a read's cost depends on how many are left
+            # when it runs (docs/findings/2026-11-28-readrandom-spread.md).
+            out[-1].append({"name": "waitforcompaction"})
         step: dict = {"name": name}
         if name == "readseq":
             step.update(duration=0, ops=settings.num)
@@ -126,8 +131,9 @@ class BackendsStudy(Study, name="backends", notebook="30_backends", seed=SEED_FI
                              "copy": (m["copy"] == "a").astype(int), "case": m["case"],
                              "delay_us": delay, "jitter_us": jitter, "backend": uri.map(strip_case),
                              "backend_uri": uri, "part": m["part"]}, index=cat.index)
-        return tidy_frame(keys, cat, metrics.seed_columns(cat), first=KEYS, drop=["backend"],
-                          sort=["study", "rep", "run_id", "step"])
+        f = tidy_frame(keys, cat, metrics.seed_columns(cat), first=KEYS, drop=["backend"],
+                       sort=["study", "rep", "run_id", "step"])
+        return f[f["test"] != "waitforcompaction"].reset_index(drop=True)  # a wait, not a measurement
 
     def complete(self, f: pd.DataFrame) -> bool:
         """The local case has every workload for every backend and repetition."""
