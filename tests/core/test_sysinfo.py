@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rxlab.core import sysinfo  # noqa: E402
+from rxlab.core import sysinfo
+from rxlab.core.cgroup import MemoryCgroup, cgroup_support
+from rxlab.core.sysinfo.fingerprint import git_info
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -201,19 +203,14 @@ def test_fingerprint(dev):
 
 def test_the_fingerprint_sees_the_memory_limit_of_the_process_own_cgroup(tmp_path):
     """A child in a memory cgroup (as the readahead study makes one) reports that cgroup's limit."""
-    import subprocess
-    import sys
-
-    from rxlab.core.cgroup import MemoryCgroup, cgroup_support
-
     support = cgroup_support()
     if not support.available:
         pytest.skip(support.reason)
     cg = MemoryCgroup(support, f"rxlab-test-{os.getpid()}", 768 << 20)
     try:
         code = "from rxlab.core import sysinfo; print(sysinfo.fingerprint()['cgroup_memory_limit'])"
-        out = subprocess.run(["sh", "-c", f'echo $$ > {cg.procs_file} && exec "$0" -c "$1"', sys.executable, code],
-                             capture_output=True, text=True, timeout=60, check=True).stdout
+        cmd = ["sh", "-c", f'echo $$ > {cg.procs_file} && exec "$0" -c "$1"', sys.executable, code]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout
     finally:
         cg.remove()
     assert int(out) == 768 << 20
@@ -226,3 +223,21 @@ def test_device_kinds_in_words():
     assert sysinfo.device_kind("sda", True) == "SATA/SCSI HDD"
     assert sysinfo.device_kind("sdb", False) == "SATA/SCSI SSD"
     assert sysinfo.device_kind(None, None, "tmpfs") == "no block device (tmpfs)"
+
+
+def test_a_checkout_is_dirty_for_its_code_not_for_the_figures_a_report_rewrites(tmp_path):
+    def git(*a):
+        subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *a],
+                       check=True, capture_output=True)
+
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "qps.csv").write_text("a\n1\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "c")
+    assert git_info(tmp_path)["git_dirty"] is False
+    (tmp_path / "figures" / "qps.csv").write_text("a\n2\n")   # a report rewrote a figure's table
+    assert git_info(tmp_path)["git_dirty"] is False
+    (tmp_path / "code.py").write_text("x = 2\n")              # the code that measures changed
+    assert git_info(tmp_path)["git_dirty"] is True

@@ -90,7 +90,7 @@ def rxlab_version() -> str:
 
 
 def git_info(repo: Path = REPO) -> dict:
-    """Commit and dirtiness of the checkout (read-only git calls: no index refresh)."""
+    """Commit and dirtiness of the checkout outside figures/ (read-only git calls: no index refresh)."""
     def git(*args: str) -> str | None:
         try:
             r = subprocess.run(["git", "--no-optional-locks", "-C", str(repo), *args],
@@ -101,7 +101,9 @@ def git_info(repo: Path = REPO) -> dict:
     commit = git("rev-parse", "HEAD") if (repo / ".git").exists() else None
     if commit is None:
         return {"git_commit": "unknown", "git_dirty": None}
-    status = git("status", "--porcelain", "--untracked-files=no")
+    # figures/ is what `rxlab report` rewrites as it goes: its own outputs do not make the code that
+    # measured them dirty (every figure after the first would otherwise say "dirty")
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)figures")
     return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None}
 
 
