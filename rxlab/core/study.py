@@ -147,7 +147,9 @@ class StudySettings:
         rows = [("keys (num)", f"{self.num:,}"), ("DB size (key-value data)", size_text(self.db_bytes)),
                 ("block cache", size_text(self.cache_size)),
                 ("DB / cache", f"{self.db_bytes / self.cache_size:.0f}x" if self.cache_size else "-"),
-                ("seconds per timed step", f"{self.duration:g}"), ("repeats", self.repeats),
+                ("seconds per timed step", f"{self.duration:g}"),
+                # a study in turns says its stopping rule in its own rows: the preset's repeats is unused
+                *([] if getattr(self, "turns", "") else [("repeats", self.repeats)]),
                 *self.own_rows()]
         if getattr(self, "work_dir", None):
             rows.append(("work directory", self.work_dir))

@@ -85,6 +85,11 @@ def test_zippydb_options_are_the_report_command_and_the_driver_takes_them():
     assert not {"key_size", "num", "reads"} & set(z)   # the DB's own 16-byte keys are read
 
 
+def test_the_settings_say_the_stopping_rule_not_the_unused_repeats():
+    rows = dict(STUDY.params(scale="smoke").settings().rows())
+    assert "repeats" not in rows and "at least 3 turns" in rows["turns"]
+
+
 def test_the_sequence_splits_where_db_bench_starts_a_fresh_db():
     s = STUDY.params(scale="smoke").settings()
     split = parts(s)
