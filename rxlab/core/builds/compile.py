@@ -67,7 +67,6 @@ def build(version: str = DEFAULT_VERSION, cc: str = "gcc", lto: bool = False,
     log = work / "build.log"
     print(f"building RocksDB {version} with {cxx} {major}{' + LTO' if lto else ''} "
           f"(about 20 minutes on 2 cores; log {log})", file=sys.stderr)
-    tarball, src, patches = unpack_source(version, work)
     flags = [*CMAKE_FLAGS, f"-DCMAKE_C_COMPILER={c}", f"-DCMAKE_CXX_COMPILER={cxx}"]
     extra = " ".join(cxxflags.split())
     if extra:
@@ -88,8 +87,19 @@ def build(version: str = DEFAULT_VERSION, cc: str = "gcc", lto: bool = False,
                   f"-DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld{sfx}"]
     bdir = work / "build"
     t0 = time.time()
-    run_logged(["cmake", "-S", str(src), "-B", str(bdir), "-G", "Ninja", *flags], "cmake configure",
-         log=log)
+    # An interrupted build (Ctrl-C, a killed session) resumes: the tree configured with the same flags
+    # is kept, and ninja compiles only what is missing. Anything else starts from a fresh tree.
+    configured = work / "configured.json"
+    done = json.loads(configured.read_text()) if configured.is_file() else None
+    if done and done.get("flags") == flags and (bdir / "build.ninja").is_file() and not force:
+        tarball, src, patches = Path(done["tarball"]), Path(done["src"]), done["patches"]
+        print(f"resuming the interrupted build in {bdir}", file=sys.stderr)
+    else:
+        tarball, src, patches = unpack_source(version, work)
+        run_logged(["cmake", "-S", str(src), "-B", str(bdir), "-G", "Ninja", *flags], "cmake configure",
+                   log=log)
+        configured.write_text(json.dumps({"flags": flags, "tarball": str(tarball), "src": str(src),
+                                          "patches": patches}))
     jobs = jobs or os.cpu_count() or 2
     ninja_with_progress(["ninja", "-j", str(jobs), *TARGETS], bdir, log)
     seconds = time.time() - t0
