@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 
@@ -192,8 +193,6 @@ def draw_scaling(runs: pd.DataFrame, table: pd.DataFrame, cpus: int | None = Non
     """Throughput against threads, one panel per workload (and condition, direct IO, sync), one line per
     column, each point its 95% interval over turns; a point whose ratio to default is not resolved to the
     target is hollow. `cpus`: the machine's CPUs, said in the title where threads outnumber them."""
-    import os  # noqa: PLC0415
-
     cpus = cpus or os.cpu_count() or 1
     sc = scaling(runs)
     sc["panel"] = (sc["workload"] + np.where(sc["condition"] == "busy", ", busy neighbour", "")
