@@ -101,6 +101,12 @@ class TurnsParams(StudyParams):
         return TURN_BUDGETS.get(self.scale)
 
     def rule(self) -> StoppingRule:
+        """The stopping rule: the target, the budget (given, else the scale's) and the bounds on turns; or,
+        for a study with a `repeats` parameter that is given, exactly that many turns and no budget."""
+        repeats = getattr(self, "repeats", None)
+        if repeats is not None:
+            return StoppingRule(target=float(self.target), budget_s=None, min_turns=repeats,
+                                max_turns=repeats)
         budget = parse_budget(self.budget)
         return StoppingRule(target=float(self.target),
                             budget_s=budget if budget is not None else self.scale_budget(),

@@ -9,15 +9,15 @@ import pandas as pd
 
 from rxlab.core import engines, scales, study
 from rxlab.core import params as checks
-from rxlab.core.resolution import StoppingRule
 from rxlab.core.study import StudySettings
 from rxlab.core.sysinfo import work_space
 from rxlab.core.turns_plan import Compare, TurnsParams
 
 __all__ = ["ASYNC_MULTIGET", "ASYNC_SCAN", "BLOCK_BYTES", "BLOOM_BITS", "COMPARE", "EFFECTS", "GET_LOOP",
-           "KEY_SIZE", "KIND", "MULTIGET", "MULTIGET_ASYNC", "MULTIGET_GAIN", "PUBLISHED", "SCALES", "SCAN_ASYNC",
-           "SCAN_SYNC", "SEED_BATCH", "SEED_FILE", "SEED_THREADS", "VALUE_SIZE", "Params", "Scale", "Settings",
-           "default_backends", "engine", "reference_configurations", "step_name", "with_delay"]
+           "KEY_SIZE", "KIND", "MULTIGET", "MULTIGET_ASYNC", "MULTIGET_GAIN", "PUBLISHED", "SCALES",
+           "SCAN_ASYNC", "SCAN_SYNC", "SEED_BATCH", "SEED_FILE", "SEED_THREADS", "VALUE_SIZE", "Params",
+           "Scale", "Settings", "default_backends", "engine", "reference_configurations", "step_name",
+           "with_delay"]
 
 SEED_FILE = "rocksdb-wiki-asynchronous-io.txt"
 PUBLISHED = (
@@ -66,7 +66,8 @@ COMPARE = Compare(config="backend", metric="mb_per_s", groups=("delay_us",), key
 
 # What changes within one backend's run, step against step (each run reads every step, so a turn pairs
 # them): the effect's name, its base step, and the test (step label) whose steps are set against it.
-MULTIGET_GAIN, ASYNC_MULTIGET, ASYNC_SCAN = "MultiGet over the Get loop", "async_io on MultiGet", "async_io on scans"
+MULTIGET_GAIN = "MultiGet over the Get loop"
+ASYNC_MULTIGET, ASYNC_SCAN = "async_io on MultiGet", "async_io on scans"
 EFFECTS = {
     MULTIGET_GAIN: (step_name(GET_LOOP, 1), MULTIGET),
     ASYNC_MULTIGET: (step_name(MULTIGET, SEED_BATCH), MULTIGET_ASYNC),
@@ -167,13 +168,6 @@ class Params(TurnsParams):
         self.db_dir = checks.db_dir(self.db_dir)
         self.settings()
 
-    def rule(self) -> StoppingRule:
-        """TurnsParams' rule (its budget SCALES' at the scale), or exactly `repeats` turns when repeats is
-        given."""
-        r = super().rule()
-        if self.repeats is None:
-            return r
-        return StoppingRule(target=r.target, budget_s=None, min_turns=self.repeats, max_turns=self.repeats)
 
     def settings(self) -> Settings:
         batch_sizes = None if self.batch_sizes is None else tuple(self.batch_sizes)
@@ -185,8 +179,8 @@ class Params(TurnsParams):
         return Settings(scale=self.scale, num=sc.num, db_bytes=db_bytes, duration=float(sc.duration),
                         repeats=sc.repeats, cache_size=sc.cache_size, batch_sizes=sc.batch_sizes,
                         seek_nexts=sc.seek_nexts, multiread_stride=max(1, sc.num // SEED_STRIDE_RATIO),
-                        threads=self.threads, work_dir=str(work), free_bytes=int(free), base=self.base_backend(),
-                        turns=self.rule().describe())
+                        threads=self.threads, work_dir=str(work), free_bytes=int(free),
+                        base=self.base_backend(), turns=self.rule().describe())
 
     def base_backend(self) -> str:
         """The backend each delay's comparisons are relative to: posix (the synchronous read path: MultiRead

@@ -9,7 +9,6 @@ import pandas as pd
 
 from rxlab.core import engines, metrics, scales, study
 from rxlab.core import params as checks
-from rxlab.core.resolution import StoppingRule
 from rxlab.core.study import StudySettings, size_text
 from rxlab.core.sysinfo import work_space
 from rxlab.core.turns_plan import Compare, TurnsParams
@@ -159,12 +158,6 @@ class Params(TurnsParams):
         self.db_dir = checks.db_dir(self.db_dir)
         self.settings()
 
-    def rule(self) -> StoppingRule:
-        """TurnsParams' rule, or exactly `repeats` turns when repeats is given."""
-        r = super().rule()
-        if self.repeats is None:
-            return r
-        return StoppingRule(target=r.target, budget_s=None, min_turns=self.repeats, max_turns=self.repeats)
 
     def _custom_cases(self) -> dict[str, DeviceCase]:
         if self.case_delays is None:

@@ -11,7 +11,6 @@ import pandas as pd
 from rxlab.core import params as checks
 from rxlab.core import published, scales, study, sysinfo
 from rxlab.core.cgroup import CgroupSupport, cgroup_support
-from rxlab.core.resolution import StoppingRule
 from rxlab.core.study import StudySettings
 from rxlab.core.turns_plan import Compare, TurnsParams
 from rxlab.core.units import parse_size
@@ -216,12 +215,6 @@ class Params(TurnsParams):
         checks.choice("drop_caches", self.drop_caches, DROP_CACHES)
         self.settings()  # the disk must hold the scale and the DB must sit on a block device
 
-    def rule(self) -> StoppingRule:
-        """TurnsParams' rule, or exactly `repeats` turns when repeats is given."""
-        r = super().rule()
-        if self.repeats is None:
-            return r
-        return StoppingRule(target=r.target, budget_s=None, min_turns=self.repeats, max_turns=self.repeats)
 
     def settings(self) -> Settings:
         """The scale resolved here: sizes, the memory limit and cgroup, the device; checks the disk."""

@@ -36,7 +36,6 @@ from rxlab.bench.ioeff.names import (
 )
 from rxlab.core import engines
 from rxlab.core import params as checks
-from rxlab.core.resolution import StoppingRule
 from rxlab.core.turns_plan import Compare, TurnsParams
 
 __all__ = ["BLOCK_BYTES", "COMPARE", "DB_TOOL", "FIO", "FIO_AWAY_TOOL", "FIO_KINDS", "FIO_TOOL",
@@ -123,12 +122,6 @@ class Params(TurnsParams):
         self.db_dir = checks.db_dir(self.db_dir)
         self.settings()  # the disk must hold the scale
 
-    def rule(self) -> StoppingRule:
-        """TurnsParams' rule, or exactly `repeats` turns when repeats is given."""
-        r = super().rule()
-        if self.repeats is None:
-            return r
-        return StoppingRule(target=r.target, budget_s=None, min_turns=self.repeats, max_turns=self.repeats)
 
     def with_delays(self, delay_us) -> Params | None:
         """The delay study that goes with these parameters: one client (the smallest thread count),

@@ -2,14 +2,12 @@
 fixed shape."""
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import pandas as pd
 
 from rxlab.core import params as checks
 from rxlab.core import scales, study
-from rxlab.core.resolution import StoppingRule
 from rxlab.core.study import StudySettings, size_text
 from rxlab.core.sysinfo import work_space
 from rxlab.core.turns_plan import Compare, TurnsParams
@@ -94,6 +92,8 @@ class Params(TurnsParams):
     temporary directory; it must support O_DIRECT).
     """
 
+    SCALES = SCALES   # the turns' budget at each scale (TurnsParams.scale_budget)
+
     configs: list | None = None
     repeats: int | None = None
     duration: float | None = None
@@ -116,15 +116,6 @@ class Params(TurnsParams):
         self.db_dir = checks.db_dir(self.db_dir)
         self.settings()
 
-    def rule(self) -> StoppingRule:
-        """TurnsParams' rule with this study's budget per scale (SCALES' budget_s) unless `budget` says
-        otherwise, or exactly `repeats` turns when repeats is given."""
-        r = super().rule()
-        if self.repeats is not None:
-            return dataclasses.replace(r, budget_s=None, min_turns=self.repeats, max_turns=self.repeats)
-        if self.budget is None:
-            return dataclasses.replace(r, budget_s=SCALES[self.scale].budget_s)
-        return r
 
     def settings(self) -> Settings:
         sc = SCALES[self.scale].given(duration=self.duration, repeats=self.repeats)

@@ -10,7 +10,6 @@ import numpy as np
 
 from rxlab.core import builds, scales
 from rxlab.core import params as checks
-from rxlab.core.resolution import StoppingRule
 from rxlab.core.study import StudySettings
 from rxlab.core.turns_plan import Compare, TurnsParams
 
@@ -197,12 +196,6 @@ class Params(TurnsParams):
         keys = [r["key"] for r in recs if r["version"] in want and not re.search(r"-f[0-9a-f]{8}$", r["key"])]
         return [base, *(k for k in keys if k != base)]
 
-    def rule(self) -> StoppingRule:
-        """TurnsParams' rule, or exactly `repeats` turns when repeats is given."""
-        r = super().rule()
-        if self.repeats is None:
-            return r
-        return StoppingRule(target=r.target, budget_s=None, min_turns=self.repeats, max_turns=self.repeats)
 
     def settings(self) -> Settings:
         sc = SCALES[self.scale].given(duration=self.duration, repeats=self.repeats)

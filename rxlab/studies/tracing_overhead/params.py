@@ -1,7 +1,6 @@
 """The tracing study's parameters: backends, tracers, workloads, scale presets, the tools this machine has."""
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import subprocess
@@ -13,7 +12,6 @@ import pandas as pd
 
 from rxlab.core import engines, scales, sysinfo
 from rxlab.core import params as checks
-from rxlab.core.resolution import StoppingRule, parse_budget
 from rxlab.core.study import settings_table
 from rxlab.core.turns_plan import Compare, TurnsParams
 
@@ -136,6 +134,8 @@ class Params(TurnsParams):
     (None: a temporary directory; O_DIRECT needed).
     """
 
+    SCALES = SCALES   # the turns' budget at each scale (TurnsParams.scale_budget)
+
     backends: list = field(default_factory=engines.backends)  # every backend of the registry
     tracers: list = field(default_factory=lambda: list(TRACERS))
     workloads: list = field(default_factory=lambda: ["fillseq", "readrandom"])
@@ -176,16 +176,6 @@ class Params(TurnsParams):
                 checks.fail("tracers", self.tracers, f"{tool} is not installed here; install it or drop "
                                                      f"{tool!r} from tracers")
 
-    def rule(self) -> StoppingRule:
-        """TurnsParams' rule with this study's budget for its scale (SCALES' budget_s, unless `budget` is
-        given; TurnsParams knows the common presets' only), or exactly `repeats` turns when repeats is
-        given."""
-        r = super().rule()
-        if self.repeats is not None:
-            return dataclasses.replace(r, budget_s=None, min_turns=self.repeats, max_turns=self.repeats)
-        if parse_budget(self.budget) is not None:
-            return r
-        return dataclasses.replace(r, budget_s=SCALES[self.scale].budget_s)
 
     def settings(self, probe: bool = True) -> Settings:
         """The scale resolved; `probe` also asks perf and strace whether they work here (a second)."""
