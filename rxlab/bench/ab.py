@@ -79,10 +79,12 @@ def parse_side(text: str, name: str = "A") -> Side:
         if re.fullmatch(r"\d+\.\d+\.\d+", key):
             key = builds.build_key(key)
         try:
-            builds.get_build(key)
+            rec = builds.get_build(key)
         except builds.BuildError as e:
             raise ValueError(f"{name}={text!r}: {e}; make it with `rxlab build-rocksdb`") from None
-        if builds.module_record(key) is None:
+        # the installed module's build needs no module of its own (rxlab.core.builds.select_core)
+        installed = Path(rec["path"]) == builds.installed_build()
+        if builds.module_record(key) is None and not installed:
             raise ValueError(f"{name}={text!r}: no rxlab module compiled for build {key}; make it with "
                              f"`rxlab build-module {key}`")
         return Side(t, "build", build=key, env={builds.BUILD_ENV: key})

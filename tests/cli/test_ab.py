@@ -6,6 +6,8 @@ import json
 import pytest
 from helpers_cli import describe, run_cli
 
+from rxlab.bench.ab import parse_side
+from rxlab.core import builds
 from rxlab.core.study import manifest
 
 
@@ -52,3 +54,11 @@ def test_bad_input_is_one_line(args, line):
     r = run_cli("ab", *args, "--scale", "smoke", timeout=60)
     assert r.returncode == 2, describe(r)
     assert line in r.stderr and len(r.stderr.strip().splitlines()) == 1, describe(r)
+
+
+def test_the_installed_modules_build_is_a_side_without_a_module_of_its_own():
+    """build:KEY of the build the editable install is compiled against: the installed module runs it
+    (rxlab.core.builds.select_core), no `rxlab build-module` needed."""
+    key = builds.installed_build().name
+    side = parse_side(f"build:{key}", "a")
+    assert side.kind == "build" and side.build == key and side.env == {builds.BUILD_ENV: key}
