@@ -159,14 +159,17 @@ def remove(key: str) -> Path:
 
 
 def format_builds(recs: list[dict]) -> str:
-    """`rxlab builds`: key, toolchain, size, build time, module, flags and patches."""
+    """`rxlab builds`: key, toolchain, size, build time (`4.5+`: minutes after resuming an interrupted
+    build), module, flags and patches."""
     lines = [f"{'key':26} {'toolchain':10} {'size':>9} {'built in':>8}  {'module':9} flags"]
     for r in recs:
         flags = [f.removeprefix("-D") for f in r.get("cmake_flags", [])
                  if any(k in f for k in ("COMPILER=", "INTERPROC", "_FLAGS=", "LINKER"))]
         pt = [p["patch"] if isinstance(p, dict) else p for p in r.get("patches", [])]
         mins = r["build_seconds"] / 60
-        lines.append(f"{r['key']:26} {r['toolchain']:10} {r['size_mb']:7.1f}MB {mins:6.1f}m"
+        # a resumed build's seconds are the resumed part's only: marked, not passed off as the whole
+        mark = "+" if r.get("resumed") else "m"
+        lines.append(f"{r['key']:26} {r['toolchain']:10} {r['size_mb']:7.1f}MB {mins:6.1f}{mark}"
                      f"  {r['module']:9} {r.get('compiler_version', '')}; {' '.join(flags)}"
                      + (f"; patches: {', '.join(pt)}" if pt else ""))
     return "\n".join(lines)

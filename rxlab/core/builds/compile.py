@@ -91,7 +91,8 @@ def build(version: str = DEFAULT_VERSION, cc: str = "gcc", lto: bool = False,
     # is kept, and ninja compiles only what is missing. Anything else starts from a fresh tree.
     configured = work / "configured.json"
     done = json.loads(configured.read_text()) if configured.is_file() else None
-    if done and done.get("flags") == flags and (bdir / "build.ninja").is_file() and not force:
+    resumed = done and done.get("flags") == flags and (bdir / "build.ninja").is_file() and not force
+    if resumed:
         tarball, src, patches = Path(done["tarball"]), Path(done["src"]), done["patches"]
         print(f"resuming the interrupted build in {bdir}", file=sys.stderr)
     else:
@@ -126,7 +127,8 @@ def build(version: str = DEFAULT_VERSION, cc: str = "gcc", lto: bool = False,
         "lto": lto, "key": prefix.name, "cmake_flags": flags, "targets": TARGETS,
         "cxxflags_release": "-O3 -DNDEBUG", "cxxflags_extra": extra, "patches": patches,
         "source": tarball.name, "jobs": jobs,
-        "build_seconds": round(seconds), "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "build_seconds": round(seconds), "resumed": bool(resumed),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if prefix.exists():
         shutil.rmtree(prefix)
