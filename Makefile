@@ -4,6 +4,8 @@
 #                suites over every engine (rxlab conformance, on a Debug test build made once)
 # And for a developer's loop (docs/contributing.md):
 #   make check   lint, the layers contract and the unit tests that run no RocksDB (under 3 minutes)
+# And for the toolchain study (notebook 70):
+#   make toolchains   clang, lld and llvm, then gcc/clang/clang+LTO builds of two RocksDB versions (hours)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
