@@ -22,7 +22,7 @@ from rxlab.core.resolution import AA
 __all__ = ["ratio_plot"]
 
 AA_COLOR = "#bbbbbb"
-MAX_SPAN = 4.0          # the y axis runs 1/4..4 at most
+MAX_SPAN = 4.0          # intervals are drawn within 1/4..4 (ratios beyond it widen the axis)
 TICKS = (0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2, 1.25)
 # a wide range keeps 0.9, 1.1 and 1.25: the size of the seeds' differences (0.9..1.45 would show only 1)
 WIDE_TICKS = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0)
@@ -33,12 +33,32 @@ def _order(values: pd.Series) -> list:
 
 
 def _limits(t: pd.DataFrame) -> tuple[float, float]:
-    """The y range: every ratio and interval, at most 1/MAX_SPAN..MAX_SPAN (a wider interval runs off the
-    axis: it resolves nothing anyway)."""
-    v = pd.to_numeric(pd.concat([t["ratio"], t["lo"], t["hi"]]), errors="coerce")
-    v = v[np.isfinite(v) & (v > 0)]
+    """The y range: every ratio, and every interval within 1/MAX_SPAN..MAX_SPAN (a wider interval runs off
+    the axis: it resolves nothing anyway). A ratio itself is never left off: a MultiGet at a delay gains
+    15x, and the axis grows to show it."""
+    def finite(col):
+        v = pd.to_numeric(t[col], errors="coerce")
+        return v[np.isfinite(v) & (v > 0)]
+    r = finite("ratio")
+    iv = pd.concat([finite("lo"), finite("hi")]).clip(1 / MAX_SPAN, MAX_SPAN)
+    v = pd.concat([r, iv])
     lo, hi = (float(v.min()), float(v.max())) if len(v) else (1.0, 1.0)
-    return max(min(lo, 0.98) / 1.05, 1 / MAX_SPAN), min(max(hi, 1.02) * 1.05, MAX_SPAN)
+    return min(lo, 0.98) / 1.08, max(hi, 1.02) * 1.08
+
+
+def _ticks(lo: float, hi: float) -> list[float]:
+    """Ticks for a log axis lo..hi: fine steps near 1 on a narrow axis, the seeds' 0.9/1.1/1.25 on a
+    moderate one, powers of two (and 1) on a wide one, where 0.9 and 1.1 would print on top of 1."""
+    span = hi / lo
+    if span < 1.6:
+        ticks = TICKS
+    elif span <= 4:
+        ticks = WIDE_TICKS
+    elif span <= 16:
+        ticks = (0.125, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
+    else:
+        ticks = tuple(2.0 ** k for k in range(-6, 7))
+    return [v for v in ticks if lo <= v <= hi]
 
 
 def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | None = None, ylabel: str = "",
@@ -75,22 +95,30 @@ def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | Non
                     ax.plot([xi, xi], [r["lo"], r["hi"]], color=c, lw=1.2, ls="-" if ok else "--", zorder=3)
                 ax.plot(xi, r["ratio"], "o", ms=4, mec=c, mfc=c if ok else "white", mew=1.1, zorder=4,
                         label=str(hv))
-            n = sub.loc[(sub[x] == cv) & (sub["config"] != AA), "turns"]
-            if len(n):
-                ax.annotate(f"{int(n.min())}" + (f"-{int(n.max())}" if n.max() != n.min() else "") + " turns",
-                            (j, 0), xycoords=("data", "axes fraction"), xytext=(0, 2),
-                            textcoords="offset points", ha="center", va="bottom", fontsize=5, color="#555555")
+        # the turns: one note in the panel's title when every category had the same (inside the axes it
+        # would sit on data), else under each category
+        turns = sub.loc[sub["config"] != AA, [x, "turns"]].dropna()
+        same = f"{int(turns['turns'].iloc[0])} turns" if len(turns) and turns["turns"].nunique() == 1 else ""
+        if same:
+            ax.set_title(f"{pv} ({same})" if pv is not None else same, fontsize=7 if pv is not None else 6)
+        else:
+            for j, cv in enumerate(cats):
+                n = turns.loc[turns[x] == cv, "turns"]
+                if len(n):
+                    ax.annotate(f"{int(n.min())}" + (f"-{int(n.max())}" if n.max() != n.min() else "")
+                                + " turns", (j, 0), xycoords=("data", "axes fraction"), xytext=(0, 2),
+                                textcoords="offset points", ha="center", va="bottom", fontsize=5,
+                                color="#555555")
         ax.axhline(1.0, color="#333333", lw=0.6, zorder=2)
         ax.set_yscale("log")        # ratios: an interval symmetric in log is drawn symmetric
         lo, hi = _limits(sub)
         ax.set_ylim(lo, hi)
         ax.minorticks_off()
-        ticks = TICKS if hi / lo < 1.6 else WIDE_TICKS
-        ax.yaxis.set_major_locator(FixedLocator([v for v in ticks if lo <= v <= hi]))
+        ax.yaxis.set_major_locator(FixedLocator(_ticks(lo, hi)))
         ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
         ax.set_xticks(range(len(cats)), [str(c) for c in cats])
         ax.set_xlim(-0.5, len(cats) - 0.5)
-        if pv is not None:
+        if pv is not None and not same:
             ax.set_title(str(pv))
     axes[0][0].set_ylabel(ylabel or "ratio to the base (95% interval)")
     handles: dict = {}

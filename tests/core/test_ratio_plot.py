@@ -1,0 +1,47 @@
+"""rxlab.core.plots.ratio_plot: the axis shows every ratio, its ticks fit the range, turns said once."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from rxlab.core.plots import MAX_SPAN, ratio_plot
+from rxlab.core.resolution import AA
+
+
+def _table(ratios: dict[str, float], turns: int = 3) -> pd.DataFrame:
+    rows = [{"step": s, "config": "io_uring", "ratio": r, "lo": r / 1.1, "hi": r * 1.1, "resolved": False,
+             "turns": turns, "panel": "delay_us=500"} for s, r in ratios.items()]
+    rows += [{"step": s, "config": AA, "ratio": 1.0, "lo": 0.9, "hi": 1.1, "resolved": False, "turns": turns,
+              "panel": "delay_us=500"} for s in ratios]
+    return pd.DataFrame(rows)
+
+
+def test_a_ratio_beyond_the_interval_span_widens_the_axis_instead_of_leaving_the_plot():
+    fig = ratio_plot(_table({"MultiGet 1": 1.0, "MultiGet 64": 15.4}), "step", panel="panel")
+    lo, hi = fig.axes[0].get_ylim()
+    assert MAX_SPAN < 15.4 * 1.1 and lo < 1.0 and hi > 15.4
+    ticks = [t for t in fig.axes[0].get_yticks() if lo <= t <= hi]
+    assert 1.0 in ticks and 8.0 in ticks and 0.9 not in ticks and 1.1 not in ticks   # not on top of 1
+    plt.close(fig)
+
+
+def test_an_interval_beyond_the_span_runs_off_the_axis_but_its_ratio_stays():
+    t = _table({"scan": 1.2})
+    t.loc[t["config"] != AA, ["lo", "hi"]] = [0.01, 90.0]   # a useless interval: it resolves nothing
+    fig = ratio_plot(t, "step")
+    lo, hi = fig.axes[0].get_ylim()
+    assert lo <= 1 / MAX_SPAN and lo > 1 / MAX_SPAN / 1.1 and MAX_SPAN <= hi < MAX_SPAN * 1.1
+    plt.close(fig)
+
+
+def test_the_turns_are_said_once_in_the_title_when_every_category_had_the_same():
+    fig = ratio_plot(_table({"a": 1.0, "b": 1.1}, turns=3), "step", panel="panel")
+    assert fig.axes[0].get_title() == "delay_us=500 (3 turns)"
+    assert not [t for t in fig.axes[0].texts if "turns" in t.get_text()]
+    plt.close(fig)
+    t = _table({"a": 1.0, "b": 1.1})
+    t.loc[t["step"] == "b", "turns"] = 5
+    fig = ratio_plot(t, "step", panel="panel")
+    assert fig.axes[0].get_title() == "delay_us=500"
+    assert sorted(x.get_text() for x in fig.axes[0].texts) == ["3 turns", "5 turns"]
+    plt.close(fig)
