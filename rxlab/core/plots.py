@@ -54,7 +54,7 @@ def _ticks(lo: float, hi: float) -> list[float]:
         ticks = TICKS
     elif span <= 4:
         ticks = WIDE_TICKS
-    elif span <= 16:
+    elif span <= 20:    # up to the 1/4..4 of intervals at MAX_SPAN and the margins
         ticks = (0.125, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
     else:
         ticks = tuple(2.0 ** k for k in range(-6, 7))
