@@ -32,6 +32,15 @@ def _order(values: pd.Series) -> list:
     return list(dict.fromkeys(values))
 
 
+def _with_note(title, note: str) -> str:
+    """`title (note)`; a title already ending in a parenthesis takes the note inside it, so
+    "RocksDB 7.8.3 (vs 7.8.3-gcc12)" reads "RocksDB 7.8.3 (vs 7.8.3-gcc12, 4 turns)", not two brackets."""
+    if title is None:
+        return note
+    title = str(title)
+    return f"{title[:-1]}, {note})" if title.endswith(")") else f"{title} ({note})"
+
+
 def _limits(t: pd.DataFrame) -> tuple[float, float]:
     """The y range: every ratio, and every interval within 1/MAX_SPAN..MAX_SPAN (a wider interval runs off
     the axis: it resolves nothing anyway). A ratio itself is never left off: a MultiGet at a delay gains
@@ -100,7 +109,7 @@ def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | Non
         turns = sub.loc[sub["config"] != AA, [x, "turns"]].dropna()
         same = f"{int(turns['turns'].iloc[0])} turns" if len(turns) and turns["turns"].nunique() == 1 else ""
         if same:
-            ax.set_title(f"{pv} ({same})" if pv is not None else same, fontsize=7 if pv is not None else 6)
+            ax.set_title(_with_note(pv, same), fontsize=7 if pv is not None else 6)
         else:
             for j, cv in enumerate(cats):
                 n = turns.loc[turns[x] == cv, "turns"]

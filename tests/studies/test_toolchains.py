@@ -171,7 +171,7 @@ def test_the_matrix_runs_when_every_build_is_there(tmp_path, monkeypatch):
         fake_build(tmp_path / "cache", k)
     p = STUDY.params(scale="small", base="9.10.0-gcc12")
     assert sorted(p.builds) == sorted(keys) and p.builds[0] == "9.10.0-gcc12"
-    assert p.rule().budget_s == 600.0          # small: the common 10 minutes of turns
+    assert p.rule().budget_s == 720.0          # small: 12 minutes of turns for six builds (its SCALES)
     # a build with extra flags is no part of the matrix
     fake_build(tmp_path / "cache", "9.10.0-gcc12-f0123abcd")
     assert sorted(STUDY.params(scale="small", base="9.10.0-gcc12").builds) == sorted(keys)
@@ -287,7 +287,7 @@ def test_every_build_is_a_ratio_to_the_base_paired_within_turns_and_the_unresolv
     assert all(same_color(m.get_markeredgecolor(), figures.TOOLCHAIN_COLORS["clang+LTO"]) for m in wide)
     ax = fig.axes[0]
     assert sum(isinstance(p, PolyCollection) for p in ax.collections) == 3   # the A/A band of each test
-    assert ax.get_title() == "RocksDB 9.10.0" and ax.get_ylabel() == f"QPS ratio to {BASE}"
+    assert ax.get_title() == "RocksDB 9.10.0 (4 turns)" and ax.get_ylabel() == f"QPS ratio to {BASE}"
     assert "unresolved (hollow, dashed)" in [t.get_text() for t in fig.legends[0].get_texts()]
 
 
@@ -319,8 +319,8 @@ def test_by_version_each_build_is_against_gcc_of_its_own_version(tmp_path):
                      r"tests resolved \(of those faster in 3, slower in 0\)", findings.by_version(rv))
     # drawn: a panel per version, against its own gcc build, the study's A/A band in each
     fig = STUDY.figure("toolchains_relative_by_version", res, save=False)
-    assert [ax.get_title() for ax in fig.axes] == ["RocksDB 7.8.3 (vs 7.8.3-gcc12)",
-                                                   "RocksDB 9.10.0 (vs 9.10.0-gcc12)"]
+    assert [ax.get_title() for ax in fig.axes] == ["RocksDB 7.8.3 (vs 7.8.3-gcc12, 4 turns)",
+                                                   "RocksDB 9.10.0 (vs 9.10.0-gcc12, 4 turns)"]
     assert all(sum(isinstance(p, PolyCollection) for p in ax.collections) == 3 for ax in fig.axes)
     assert fig.axes[0].get_ylabel() == "QPS ratio to gcc of the same version"
     # against the one base, the post's crosses (clang/gcc in one version) stand by the base's version only
