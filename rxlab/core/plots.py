@@ -70,6 +70,22 @@ def _ticks(lo: float, hi: float) -> list[float]:
     return [v for v in ticks if lo <= v <= hi]
 
 
+def _fit_tick_labels(ax, fig, n: int) -> None:
+    """Slant the category labels when the longest would run into its neighbours (toolchains' five tests
+    side by side in a half-page panel printed as one word)."""
+    labels = ax.get_xticklabels()
+    if not labels or n < 2:
+        return
+    size = labels[0].get_fontsize()
+    room_pt = ax.get_position().width * fig.get_figwidth() * 72 / n
+    longest_pt = max(len(t.get_text()) for t in labels) * size * 0.6   # an average glyph's width
+    if longest_pt > room_pt * 0.95:
+        ax.tick_params(axis="x", labelrotation=30)
+        for t in labels:
+            t.set_horizontalalignment("right")
+            t.set_rotation_mode("anchor")
+
+
 def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | None = None, ylabel: str = "",
                title: str | None = None, width: str = "column", colors: Mapping[str, str] | None = None):
     """Ratio with interval (`ratio`, `lo`, `hi`) per `x` category, one marker per `hue` value (dodged),
@@ -127,6 +143,7 @@ def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | Non
         ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
         ax.set_xticks(range(len(cats)), [str(c) for c in cats])
         ax.set_xlim(-0.5, len(cats) - 0.5)
+        _fit_tick_labels(ax, fig, len(cats))
         if pv is not None and not same:
             ax.set_title(str(pv))
     axes[0][0].set_ylabel(ylabel or "ratio to the base (95% interval)")

@@ -45,3 +45,16 @@ def test_the_turns_are_said_once_in_the_title_when_every_category_had_the_same()
     assert fig.axes[0].get_title() == "delay_us=500"
     assert sorted(x.get_text() for x in fig.axes[0].texts) == ["3 turns", "5 turns"]
     plt.close(fig)
+
+
+def test_category_labels_slant_only_when_they_would_run_into_each_other():
+    def rotations(steps, panels=2):
+        t = pd.concat([_table(dict.fromkeys(steps, 1.0)).assign(panel=f"v{i}") for i in range(panels)])
+        fig = ratio_plot(t, "step", panel="panel")
+        out = {lab.get_rotation() for lab in fig.axes[0].get_xticklabels()}
+        plt.close(fig)
+        return out
+
+    # the toolchain study's five tests, two versions side by side: printed as one word before
+    assert rotations(["fillseq", "readww", "fwdrangeww", "revrangeww", "overwrite"]) == {30.0}
+    assert rotations(["a", "b", "c"]) == {0.0}
