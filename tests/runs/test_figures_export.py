@@ -176,6 +176,22 @@ def test_the_index_lists_a_studys_own_tables_not_those_of_a_study_whose_name_beg
     assert "io_efficiency_tuning_configs" in tuning
 
 
+def test_a_report_of_some_notebooks_keeps_the_last_run_of_the_others(tmp_path):
+    """`rxlab report --only 70` rewrites the index: 10's line from the earlier report stays, 70's is new."""
+    from rxlab.runs.notebooks import Outcome
+
+    def outcome(nb, seconds):
+        return Outcome(notebook=nb, parameters={}, status="ok", seconds=seconds,
+                       output=f"notebooks/out/{nb}.ipynb", runs=["r1"])
+
+    write_index(tmp_path, [outcome("10_io_efficiency", 877), outcome("70_toolchains", 7)])
+    text = write_index(tmp_path, [outcome("70_toolchains", 608)]).read_text()
+    ioeff = text.split("## 10_io_efficiency", 1)[1].split("\n## ", 1)[0]
+    tc = text.split("## 70_toolchains", 1)[1].split("\n## ", 1)[0]
+    assert "Last run: ok (877 s, 1 runs stored)" in ioeff
+    assert "Last run: ok (608 s, 1 runs stored)" in tc and "(7 s" not in tc
+
+
 def test_the_index_gives_each_figures_widest_half_width_and_its_a_a_spread(tmp_path):
     """A figure drawn from a comparison table (resolution.compare on turns: one contender 3% ahead
     with little noise, one with a lot) lists its widest half-width, how many comparisons missed the
