@@ -21,6 +21,9 @@ CHILD = textwrap.dedent("""
     root, db, steps, before, extra = sys.argv[1], sys.argv[2], sys.argv[3].split(","), int(sys.argv[4]), \\
         json.loads(sys.argv[5])
     sent = {}
+    # A suite started in the background by a non-interactive shell (`pytest &`, nohup) inherits SIGINT
+    # ignored, and Python then installs no handler: Ctrl-C's own handler, as in a terminal.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def interrupt():
         # the steps before the one to interrupt are stored as parts; then it runs for a second
