@@ -95,10 +95,15 @@ class TurnsParams(StudyParams):
 
     def scale_budget(self) -> float | None:
         """The turns' budget when `budget` is None: the study's preset for its scale, else the common one."""
-        presets = type(self).SCALES
-        if presets and self.scale in presets:
-            return float(presets[self.scale].budget_s)
-        return TURN_BUDGETS.get(self.scale)
+        return self.budget_at(self.scale)
+
+    @classmethod
+    def budget_at(cls, scale: str) -> float | None:
+        """The turns' budget at `scale` when none is given (what `rxlab report` splits its time by, without
+        making the parameters, which may refuse: a missing build)."""
+        if cls.SCALES and scale in cls.SCALES:
+            return float(cls.SCALES[scale].budget_s)
+        return TURN_BUDGETS.get(scale)
 
     def rule(self) -> StoppingRule:
         """The stopping rule: the target, the budget (given, else the scale's) and the bounds on turns; or,

@@ -3,6 +3,7 @@ delays of the delay study (the sensitivity points)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from rxlab import studies
 from rxlab.bench.ioeff.db import Settings
@@ -27,7 +28,10 @@ class Params(study.StudyParams):
     of these parameters the model is fitted on (taken from the store when one
     is there). delay_us: the emulated device latencies of the delay study
     (one client, the first block_align setting, rxlab engines only; [0]:
-    none), also taken from the store when there. The placement and
+    none), also taken from the store when there. budget: the time the turns
+    of each of the two that runs here may take (None: the IO-efficiency
+    study's at the scale; a study found in the store matches whatever its
+    budget was). The placement and
     device-load measurements take fio's file size, runtime and repetitions
     from the scale.
     """
@@ -40,6 +44,7 @@ class Params(study.StudyParams):
     duration: float | None = None
     db_size: int | str | None = None
     delay_us: list = field(default_factory=lambda: [0, 100, 200])
+    budget: Any = None
 
     def __post_init__(self):
         super().__post_init__()
@@ -53,7 +58,12 @@ class Params(study.StudyParams):
         """The IO-efficiency study the model is fitted on (undelayed)."""
         return ioeff_study().params(backend=self.backend, threads=self.threads, scale=self.scale,
                                     db_dir=self.db_dir, block_align=self.block_align, repeats=self.repeats,
-                                    duration=self.duration, db_size=self.db_size)
+                                    duration=self.duration, db_size=self.db_size, budget=self.budget)
+
+    @classmethod
+    def budget_at(cls, scale: str) -> float | None:
+        """The turns' budget at `scale` when `budget` is None: the IO-efficiency study's."""
+        return ioeff_study().Params.budget_at(scale)
 
     def delay_params(self) -> StudyParams | None:
         """The delay study: one client, the first block_align setting, `delay_us`; None without a delay."""
