@@ -27,6 +27,10 @@ def add_parser(sub) -> None:
                     help="only these notebooks, by name or number, e.g. --only 10 20 (default: all)")
     rp.add_argument("--figures", metavar="DIR",
                     help="figures directory (default: $RXLAB_FIGURES, else the clone's figures/)")
+    rp.add_argument("--budget", default="scale", metavar="TIME",
+                    help="the whole report's time (65m, 1.5h, none), split among the studies' turns before "
+                         "each notebook from what the notebooks still to run took last time (default: the "
+                         "scale's: 65 min at small, none at smoke and full)")
     rp.add_argument("--quiet", action="store_true", help="no progress bar")
     rp.set_defaults(fn=_report)
 
@@ -103,7 +107,11 @@ def _worker(a) -> int:
 
 
 def _report(a) -> int:
-    outs = report(a.scale, a.only, figures_dir=a.figures, progress=not a.quiet)
+    try:
+        outs = report(a.scale, a.only, figures_dir=a.figures, progress=not a.quiet, budget=a.budget)
+    except ValueError as e:
+        print(f"rxlab report: {e}", file=sys.stderr)
+        return 2
     for o in outs:
         line = (f"{o.notebook:28} {o.status:6} {o.seconds:7.0f} s  {len(o.runs):4} runs  "
                 f"{len(o.figures):3} figures")

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -11,25 +12,34 @@ import pandas as pd
 
 from rxlab import studies
 from rxlab.core import figures
-from rxlab.core.resolution import AA, MIN_TURNS
-from rxlab.runs.notebooks import NOTEBOOKS_DIR, Outcome, notebook_index, resolve_notebook, run_notebook
+from rxlab.core.resolution import AA, MIN_TURNS, parse_budget
+from rxlab.runs.notebooks import (
+    NOTEBOOKS_DIR,
+    NotebookInfo,
+    Outcome,
+    notebook_index,
+    resolve_notebook,
+    run_notebook,
+)
+from rxlab.runs.report_budget import MARGIN_S, REPORT_BUDGETS, Slot, expected_times, share
 
 SCALES = ("smoke", "small", "full")
 
 
 def report(scale: str = "small", only: Iterable[str] | None = None, *, figures_dir: str | Path | None = None,
            out_dir: str | Path | None = None, runs_root: str | Path | None = None,
-           progress: bool = True) -> list[Outcome]:
+           progress: bool = True, budget: str | float | None = "scale") -> list[Outcome]:
     """Rerun every notebook at `scale` (or those named in `only`), regenerate figures/ and its index.
 
     Notebooks run in their numbered order, so a later one finds the runs of
     an earlier one in the store (notebook 20 reads the study of 10). A failing
-    notebook is recorded in the index; the others still run.
+    notebook is recorded in the index; the others still run. `budget`: the
+    whole report's time ("65m", seconds; None: none; "scale": the scale's,
+    REPORT_BUDGETS), split among the notebooks' turns (rxlab.runs.report_budget).
     """
-
-
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r}: allowed are {', '.join(SCALES)}")
+    total = REPORT_BUDGETS.get(scale) if budget == "scale" else parse_budget(budget, "budget")
     index = notebook_index()
     if only:
         chosen = {resolve_notebook(n).stem for n in only}
@@ -40,10 +50,21 @@ def report(scale: str = "small", only: Iterable[str] | None = None, *, figures_d
     # With progress, a line per notebook and the notebook's own stderr as it comes (its study's bar, which
     # moves during a cell that measures for minutes), rather than papermill's bar of cells, which does not.
     stream = _LineTracker(sys.stderr) if progress else None
+    slots = _slots(index, scale, figs) if total is not None else []
+    t0 = time.monotonic()
     for i, nb in enumerate(index, 1):
+        params: dict = {"scale": scale}
+        note = ""
+        if total is not None:
+            left = total - (time.monotonic() - t0)
+            given = share(slots[i - 1:], left)
+            if given is not None:
+                params["budget"] = round(given)
+            note = (f" (report: {_time(max(left, 0))} of {_time(total)} left"
+                    + (f"; its turns get {given:.0f} s" if given is not None else "") + ")")
         if stream is not None:
-            stream.line(f"report ({scale}) {i}/{len(index)}: {nb.name}")
-        o = run_notebook(nb.path, out / f"{nb.name}.ipynb", {"scale": scale}, runs_root=runs_root,
+            stream.line(f"report ({scale}) {i}/{len(index)}: {nb.name}{note}")
+        o = run_notebook(nb.path, out / f"{nb.name}.ipynb", params, runs_root=runs_root,
                          figures_dir=figs, stream=stream)
         outcomes.append(o)
         if stream is not None:
@@ -72,6 +93,25 @@ class _LineTracker:
 
     def line(self, text: str) -> None:
         self.write(("\n" if self.open else "") + text + "\n")
+
+
+def _time(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _slots(index: Sequence[NotebookInfo], scale: str, figs: Path) -> list[Slot]:
+    """Each notebook's turns' budget at `scale` (None: it has no `budget` parameter) and the time it is
+    expected to take (its last run at this scale in the index, else its turns' budget and a margin)."""
+    import papermill  # noqa: PLC0415 - jupyter's machinery: only when a report runs
+
+    last = expected_times(figs / "index.md", scale)
+    out = []
+    for nb in index:
+        turns = None
+        if nb.study and "budget" in papermill.inspect_notebook(str(nb.path)):
+            turns = getattr(studies.get(nb.study).Params, "budget_at", lambda _: None)(scale)
+        out.append(Slot(nb.name, turns, last.get(nb.name, (turns or 0.0) + MARGIN_S)))
+    return out
 
 
 def _sidecar(figs: Path, stem: str) -> dict | None:
@@ -183,8 +223,10 @@ def write_index(figs: str | Path, outcomes: Iterable[Outcome] = (), scale: str |
         o = by_name.get(nb.name)
         if o is not None:
             state = "ok" if o.status == "ok" else f"**failed**: {o.error}"
-            lines += [f"Last run: {state} ({o.seconds:.0f} s, {len(o.runs)} runs stored), executed notebook "
-                      f"`notebooks/out/{Path(o.output).name}`", ""]
+            given = (o.parameters or {}).get("budget")
+            turns = f", its turns' budget {given} s of the report's" if given is not None else ""
+            lines += [f"Last run: {state} ({o.seconds:.0f} s{turns}, {len(o.runs)} runs stored), executed "
+                      f"notebook `notebooks/out/{Path(o.output).name}`", ""]
         elif nb.name in earlier:
             lines += [earlier[nb.name], ""]
         lines += ["| figure | files | scale | widest ± | A/A | study id | runs | RocksDB builds "
