@@ -99,6 +99,7 @@ def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | Non
     cmp = t[t["config"] != AA]
     hues = _order(cmp[hue])
     width_each = 0.7 / max(len(hues), 1)
+    drawn: dict[str, str] = {}   # hue -> its colour, for the legend
     for ax, pv in zip(axes[0], panels, strict=True):
         sub = t if pv is None else t[t[panel] == pv]
         cats = _order(sub[x])
@@ -118,8 +119,8 @@ def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | Non
                 ok = bool(r["resolved"])
                 if np.isfinite(r["lo"]) and np.isfinite(r["hi"]):
                     ax.plot([xi, xi], [r["lo"], r["hi"]], color=c, lw=1.2, ls="-" if ok else "--", zorder=3)
-                ax.plot(xi, r["ratio"], "o", ms=4, mec=c, mfc=c if ok else "white", mew=1.1, zorder=4,
-                        label=str(hv))
+                ax.plot(xi, r["ratio"], "o", ms=4, mec=c, mfc=c if ok else "white", mew=1.1, zorder=4)
+                drawn.setdefault(str(hv), c)
         # the turns: one note in the panel's title when every category had the same (inside the axes it
         # would sit on data), else under each category
         turns = sub.loc[sub["config"] != AA, [x, "turns"]].dropna()
@@ -147,7 +148,10 @@ def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | Non
         if pv is not None and not same:
             ax.set_title(str(pv))
     axes[0][0].set_ylabel(ylabel or "ratio to the base (95% interval)")
-    handles: dict = {}
+    # The legend keys the colours, each drawn filled: taking the plotted markers would show a hue filled or
+    # hollow by whether its first cell happened to be resolved. What hollow means has its own entry.
+    handles: dict = {h: Line2D([], [], marker="o", ls="-", lw=1.2, color=c, mfc=c, ms=4)
+                     for h, c in drawn.items()}
     for ax in axes[0]:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=False):
             handles.setdefault(lab, h)

@@ -182,18 +182,33 @@ def resolution_cells(figs: str | Path, stem: str, study: str | None) -> tuple[st
     return widest, aa
 
 
-def _last_runs(index: Path) -> dict[str, str]:
-    """The `Last run:` line of each notebook's section in an index written before."""
-    out: dict[str, str] = {}
+FIGURES_FROM = "The figures below are from the run before it: "
+
+
+def _last_runs(index: Path) -> dict[str, list[str]]:
+    """The `Last run:` line of each notebook's section in an index written before, and the line saying
+    which run its figures are from when that one failed."""
+    out: dict[str, list[str]] = {}
     if not index.is_file():
         return out
     name = None
     for line in index.read_text().splitlines():
         if line.startswith("## "):
             name = line[3:].strip()
-        elif name and line.startswith("Last run:"):
-            out[name] = line
+        elif name and (line.startswith("Last run:") or line.startswith(FIGURES_FROM)):
+            out.setdefault(name, []).append(line)
     return out
+
+
+def _figures_run(lines: list[str]) -> str | None:
+    """Which run a notebook's figures are from, by its lines in the index before: its last run when that
+    was ok, else what that index said."""
+    for line in lines:
+        if line.startswith("Last run: ok"):
+            return line.removeprefix("Last run: ")
+        if line.startswith(FIGURES_FROM):
+            return line.removeprefix(FIGURES_FROM)
+    return None
 
 
 def write_index(figs: str | Path, outcomes: Iterable[Outcome] = (), scale: str | None = None) -> Path:
@@ -227,8 +242,12 @@ def write_index(figs: str | Path, outcomes: Iterable[Outcome] = (), scale: str |
             turns = f", its turns' budget {given} s of the report's" if given is not None else ""
             lines += [f"Last run: {state} ({o.seconds:.0f} s{turns}, {len(o.runs)} runs stored), executed "
                       f"notebook `notebooks/out/{Path(o.output).name}`", ""]
+            # a notebook that failed (a refusal: a build missing) left the figures of the run before
+            before = _figures_run(earlier.get(nb.name, [])) if o.status != "ok" else None
+            if before:
+                lines += [FIGURES_FROM + before, ""]
         elif nb.name in earlier:
-            lines += [earlier[nb.name], ""]
+            lines += [ln for line in earlier[nb.name] for ln in (line, "")]
         lines += ["| figure | files | scale | widest ± | A/A | study id | runs | RocksDB builds "
                   "| rxlab commit | published sources |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]

@@ -58,3 +58,19 @@ def test_category_labels_slant_only_when_they_would_run_into_each_other():
     # the toolchain study's five tests, two versions side by side: printed as one word before
     assert rotations(["fillseq", "readww", "fwdrangeww", "revrangeww", "overwrite"]) == {30.0}
     assert rotations(["a", "b", "c"]) == {0.0}
+
+
+def test_the_legend_keys_each_colour_filled_whatever_its_first_cell():
+    # io_uring's first cell resolved, posix's not: the legend drew io_uring filled and posix hollow
+    t = _table({"a": 1.0, "b": 1.1})
+    t.loc[(t["config"] != AA) & (t["step"] == "a"), "resolved"] = True
+    posix = t[t["config"] != AA].assign(config="posix", resolved=[False, True])
+    fig = ratio_plot(pd.concat([t, posix]), "step")
+    legend = fig.legends[0]
+    keys = {txt.get_text(): h for txt, h in zip(legend.get_texts(), legend.legend_handles, strict=True)}
+    assert set(keys) == {"io_uring", "posix", "A/A control (95%)", "unresolved (hollow, dashed)"}
+    for name in ("io_uring", "posix"):
+        h = keys[name]
+        assert h.get_markerfacecolor() == h.get_markeredgecolor() != "white", name
+    assert keys["unresolved (hollow, dashed)"].get_markerfacecolor() == "white"
+    plt.close(fig)

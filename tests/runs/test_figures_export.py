@@ -192,6 +192,25 @@ def test_a_report_of_some_notebooks_keeps_the_last_run_of_the_others(tmp_path):
     assert "Last run: ok (608 s, 1 runs stored)" in tc and "(7 s" not in tc
 
 
+def test_a_notebook_that_failed_says_which_run_its_figures_are_from(tmp_path):
+    """70 refused (a build missing) after a run that made its figures: the index says both, and keeps saying
+    it through a later report that does not run 70; the report's budget plans with the run's time."""
+    from rxlab.runs.notebooks import Outcome
+    from rxlab.runs.report_budget import expected_times
+
+    def outcome(nb, seconds, status="ok", error=""):
+        return Outcome(notebook=nb, parameters={}, status=status, seconds=seconds,
+                       output=f"notebooks/out/{nb}.ipynb", runs=["r1"] if status == "ok" else [], error=error)
+
+    write_index(tmp_path, [outcome("70_toolchains", 608)], "small")
+    write_index(tmp_path, [outcome("70_toolchains", 3, "failed", "ValueError: lacks 5 builds")], "small")
+    text = write_index(tmp_path, [outcome("10_io_efficiency", 700)], "small").read_text()
+    tc = text.split("## 70_toolchains", 1)[1].split("\n## ", 1)[0]
+    assert "Last run: **failed**: ValueError: lacks 5 builds (3 s, 0 runs stored)" in tc
+    assert "The figures below are from the run before it: ok (608 s, 1 runs stored)" in tc
+    assert expected_times(tmp_path / "index.md", "small") == {"10_io_efficiency": 700.0, "70_toolchains": 608.0}
+
+
 def test_the_index_gives_each_figures_widest_half_width_and_its_a_a_spread(tmp_path):
     """A figure drawn from a comparison table (resolution.compare on turns: one contender 3% ahead
     with little noise, one with a lot) lists its widest half-width, how many comparisons missed the
