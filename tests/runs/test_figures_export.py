@@ -22,7 +22,9 @@ from rxlab.core import archive, resolution, store
 from rxlab.core.paths import REPO
 from rxlab.runs import export as exporting
 from rxlab.runs import figures as saved
+from rxlab.runs.notebooks import Outcome
 from rxlab.runs.report import resolution_cells, write_index
+from rxlab.runs.report_budget import expected_times
 from rxlab.studies.backends import STUDY
 
 pytestmark = pytest.mark.timeout(300)
@@ -178,7 +180,6 @@ def test_the_index_lists_a_studys_own_tables_not_those_of_a_study_whose_name_beg
 
 def test_a_report_of_some_notebooks_keeps_the_last_run_of_the_others(tmp_path):
     """`rxlab report --only 70` rewrites the index: 10's line from the earlier report stays, 70's is new."""
-    from rxlab.runs.notebooks import Outcome
 
     def outcome(nb, seconds):
         return Outcome(notebook=nb, parameters={}, status="ok", seconds=seconds,
@@ -195,8 +196,6 @@ def test_a_report_of_some_notebooks_keeps_the_last_run_of_the_others(tmp_path):
 def test_a_notebook_that_failed_says_which_run_its_figures_are_from(tmp_path):
     """70 refused (a build missing) after a run that made its figures: the index says both, and keeps saying
     it through a later report that does not run 70; the report's budget plans with the run's time."""
-    from rxlab.runs.notebooks import Outcome
-    from rxlab.runs.report_budget import expected_times
 
     def outcome(nb, seconds, status="ok", error=""):
         return Outcome(notebook=nb, parameters={}, status=status, seconds=seconds,
@@ -208,7 +207,8 @@ def test_a_notebook_that_failed_says_which_run_its_figures_are_from(tmp_path):
     tc = text.split("## 70_toolchains", 1)[1].split("\n## ", 1)[0]
     assert "Last run: **failed**: ValueError: lacks 5 builds (3 s, 0 runs stored)" in tc
     assert "The figures below are from the run before it: ok (608 s, 1 runs stored)" in tc
-    assert expected_times(tmp_path / "index.md", "small") == {"10_io_efficiency": 700.0, "70_toolchains": 608.0}
+    assert expected_times(tmp_path / "index.md", "small") == {"10_io_efficiency": 700.0,
+                                                              "70_toolchains": 608.0}
 
 
 def test_the_index_gives_each_figures_widest_half_width_and_its_a_a_spread(tmp_path):
