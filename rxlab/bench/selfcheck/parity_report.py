@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from rxlab.bench.selfcheck.parity import BASE, KEYS, METRICS, Matrix
 from rxlab.bench.selfcheck.parity_rows import COMMON, rows
@@ -147,15 +148,17 @@ def draw(table: pd.DataFrame, title: str = ""):
             hi = (dc["hi"] - dc["ratio"]).fillna(0).clip(lower=0)
             ax.errorbar(dc["ratio"], y, xerr=[lo, hi], fmt="none", ecolor=col, elinewidth=1)
             ok = dc["resolved"].astype(bool).to_numpy()
-            ax.scatter(dc["ratio"][ok], y[ok], color=col, s=16, zorder=3, label=c if ok.any() else None)
-            ax.scatter(dc["ratio"][~ok], y[~ok], facecolors="none", edgecolors=col, s=16, zorder=3,
-                       label=None if ok.any() else c)
+            ax.scatter(dc["ratio"][ok], y[ok], color=col, s=16, zorder=3)
+            ax.scatter(dc["ratio"][~ok], y[~ok], facecolors="none", edgecolors=col, s=16, zorder=3)
         ax.axvline(1.0, color="black", lw=0.8)
         ax.set_xlabel(f"{name}: ratio to {BASE}")
         ax.set_yticks(range(len(cells)), cells)
     axes[0][0].set_ylim(len(cells) - 0.5, -0.5)  # the first cell on top
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize="x-small", loc="lower center", ncols=min(len(labels), 6),
+    # The legend keys the colours, filled (a column's marker there once followed whether any of its cells
+    # was resolved); the title says what hollow means.
+    handles = [Line2D([], [], marker="o", ls="none", ms=4,
+                      color="#4d4d4d" if c == "A/A" else figures.backend_color(backend_of(c))) for c in configs]
+    fig.legend(handles, list(configs), fontsize="x-small", loc="lower center", ncols=min(len(configs), 6),
                frameon=False)
     fig.suptitle(title or "engines / default, 95% intervals; hollow: not resolved to the target; "
                           "x: a run failed",
