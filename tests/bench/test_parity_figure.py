@@ -13,9 +13,10 @@ def _table() -> pd.DataFrame:
     rows = []
     for metric in spr.METRICS:
         for config, resolved in (("posix", False), ("io_uring+best", True), ("A/A", False)):
-            rows.append({"workload": "fillseq", "threads": 1, "condition": "busy", "direct": True, "sync": False,
-                         "metric": metric, "config": config, "ratio": 1.0, "lo": 0.98, "hi": 1.02,
-                         "half_width": 2.0, "resolved": resolved, "turns": 8, "status": "resolved"})
+            rows.append({"workload": "fillseq", "threads": 1, "condition": "busy", "direct": True,
+                         "sync": False, "metric": metric, "config": config, "ratio": 1.0, "lo": 0.98,
+                         "hi": 1.02, "half_width": 2.0, "resolved": resolved, "turns": 8,
+                         "status": "resolved"})
     return pd.DataFrame(rows)
 
 

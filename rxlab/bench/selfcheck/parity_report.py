@@ -157,7 +157,8 @@ def draw(table: pd.DataFrame, title: str = ""):
     # The legend keys the colours, filled (a column's marker there once followed whether any of its cells
     # was resolved); the title says what hollow means.
     handles = [Line2D([], [], marker="o", ls="none", ms=4,
-                      color="#4d4d4d" if c == "A/A" else figures.backend_color(backend_of(c))) for c in configs]
+                      color="#4d4d4d" if c == "A/A" else figures.backend_color(backend_of(c)))
+               for c in configs]
     fig.legend(handles, list(configs), fontsize="x-small", loc="lower center", ncols=min(len(configs), 6),
                frameon=False)
     fig.suptitle(title or "engines / default, 95% intervals; hollow: not resolved to the target; "
