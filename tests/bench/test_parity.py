@@ -76,6 +76,12 @@ def test_the_a_a_control_is_one_within_its_interval(smoke):
     assert sum(inside) >= 3, aa
 
 
+def test_a_quiet_matrix_names_no_neighbour(smoke):
+    _, _, r = smoke
+    head = next(ln for ln in r.stderr.splitlines() if ln.startswith("parity: "))
+    assert "groups x" in head and "busy neighbour" not in head, head
+
+
 def test_the_table_is_printed_without_json(tmp_path):
     r = run_cli("selfcheck", "parity", "--workloads", "fillrandom", "--engines", "posix", "--threads", "1",
                 "--num", "2000", "--budget", "5s", "--min-turns", "2", "--out", tmp_path, "--dir", tmp_path,

@@ -304,8 +304,9 @@ class Matrix:
             shared = load_shared_db(s, self.work, self.log)
         self.t0 = time.monotonic()
         cpu = s.busy_cpu if s.busy_cpu is not None else busy_cpu()
+        busy = any(g["condition"] == "busy" for g in groups)   # a quiet matrix has no neighbour to place
         self.log(f"parity: {len(groups)} groups x {len(s.cols)} columns + A/A; target +-{s.target:g}%, "
-                 f"budget {s.budget_s:g} s; busy neighbour on CPU {cpu}")
+                 f"budget {s.budget_s:g} s" + (f"; busy neighbour on CPU {cpu}" if busy else ""))
         try:
             while True:
                 table = self.table()
