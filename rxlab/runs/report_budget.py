@@ -14,6 +14,9 @@ to take, and the notebook about to run is given its share. Planned again
 before every notebook, so one that finishes early leaves its time to those
 after it, and one that overruns takes it from them. A notebook without a
 `budget` parameter runs as it is; its time counts against the others.
+
+The plan does not see how long a study's turn is: a small cut can cost a
+study its last turn (the stopping rule starts another only when it fits).
 """
 from __future__ import annotations
 
