@@ -119,7 +119,9 @@ def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | Non
                 ok = bool(r["resolved"])
                 if np.isfinite(r["lo"]) and np.isfinite(r["hi"]):
                     ax.plot([xi, xi], [r["lo"], r["hi"]], color=c, lw=1.2, ls="-" if ok else "--", zorder=3)
-                ax.plot(xi, r["ratio"], "o", ms=4, mec=c, mfc=c if ok else "white", mew=1.1, zorder=4)
+                # labelled, so a marker can be found by its hue; the legend keys the hue from `drawn`
+                ax.plot(xi, r["ratio"], "o", ms=4, mec=c, mfc=c if ok else "white", mew=1.1, zorder=4,
+                        label=str(hv))
                 drawn.setdefault(str(hv), c)
         # the turns: one note in the panel's title when every category had the same (inside the axes it
         # would sit on data), else under each category
