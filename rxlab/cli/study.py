@@ -13,6 +13,7 @@ from rxlab import studies
 from rxlab.core import executions, store
 from rxlab.core.paths import REPO
 from rxlab.core.study import SCALES
+from rxlab.core.units import duration_words
 from rxlab.runs.sweep import parse_value
 
 TITLE = "studies"
@@ -140,13 +141,6 @@ def _outputs(study, result, a, root: Path, t0: float) -> int:
     return 0
 
 
-def _duration(seconds: float) -> str:
-    s = round(seconds)
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
-
-
 def _history(a) -> int:
     root = Path(a.runs) if a.runs else store.default_root()
     df = executions.executions(root)
@@ -161,7 +155,7 @@ def _history(a) -> int:
     if df.empty:
         print(f"no study executions in {root}")
         return 0
-    show = df.assign(duration=df["duration_s"].map(_duration), error=df["error"].str.slice(0, 40))
+    show = df.assign(duration=df["duration_s"].map(duration_words), error=df["error"].str.slice(0, 40))
     cols = ["id", "study", "scale", "status", "runs", "rows", "start", "duration", "resumes", "error"]
     print(show[cols].to_string(index=False))
     return 0

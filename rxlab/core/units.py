@@ -1,7 +1,8 @@
-"""Sizes as fio writes them ('8k', '2g'), read in one place so every tool accepts the same."""
+"""Sizes as fio writes them ('8k', '2g'), read in one place so every tool accepts the same; durations
+written one way in every progress line."""
 from __future__ import annotations
 
-__all__ = ["parse_size", "size_words"]
+__all__ = ["duration_words", "parse_size", "size_words"]
 
 
 def parse_size(v) -> int:
@@ -26,3 +27,11 @@ def size_words(n: float) -> str:
             v = n / (1 << shift)
             return f"{v:.2f} {unit}" if abs(v) < 10 else f"{v:.1f} {unit}"
     return f"{int(n)} bytes"
+
+
+def duration_words(seconds: float) -> str:
+    """45s, 12m05s, 1h05m."""
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"

@@ -13,6 +13,7 @@ import pandas as pd
 from rxlab import studies
 from rxlab.core import figures
 from rxlab.core.resolution import AA, MIN_TURNS, parse_budget
+from rxlab.core.units import duration_words
 from rxlab.runs.notebooks import (
     NOTEBOOKS_DIR,
     NotebookInfo,
@@ -60,7 +61,7 @@ def report(scale: str = "small", only: Iterable[str] | None = None, *, figures_d
             given = share(slots[i - 1:], left)
             if given is not None:
                 params["budget"] = round(given)
-            note = (f" (report: {_time(max(left, 0))} of {_time(total)} left"
+            note = (f" (report: {duration_words(max(left, 0))} of {duration_words(total)} left"
                     + (f"; its turns get {given:.0f} s" if given is not None else "") + ")")
         if stream is not None:
             stream.line(f"report ({scale}) {i}/{len(index)}: {nb.name}{note}")
@@ -93,10 +94,6 @@ class _LineTracker:
 
     def line(self, text: str) -> None:
         self.write(("\n" if self.open else "") + text + "\n")
-
-
-def _time(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def _slots(index: Sequence[NotebookInfo], scale: str, figs: Path) -> list[Slot]:

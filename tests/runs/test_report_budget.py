@@ -109,7 +109,7 @@ def test_report_with_a_budget_gives_it_to_the_notebook_and_says_so(tmp_path):
                        check=False)
     assert r.returncode == 0, r.stderr[-3000:]
     # 300 s expected in 20 s: cut to the floor, which is above smoke's own 5 s: its own, then
-    assert re.search(r"50_tracing_overhead \(report: \d+ s of 20 s left; its turns get 5 s\)", r.stderr), \
+    assert re.search(r"50_tracing_overhead \(report: \d+s of 20s left; its turns get 5 s\)", r.stderr), \
         r.stderr[-2000:]
     assert "its turns' budget 5 s of the report's" in (figs / "index.md").read_text()
 
