@@ -23,8 +23,7 @@ from rxlab.core.paths import REPO
 from rxlab.runs import export as exporting
 from rxlab.runs import figures as saved
 from rxlab.runs.notebooks import Outcome
-from rxlab.runs.report import resolution_cells, write_index
-from rxlab.runs.report_budget import expected_times
+from rxlab.runs.report import expected_times, resolution_cells, write_index
 from rxlab.studies.backends import STUDY
 
 pytestmark = pytest.mark.timeout(300)

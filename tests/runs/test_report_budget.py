@@ -15,8 +15,8 @@ from helpers_cli import rxlab_cmd
 
 from rxlab.runs import report_budget as rb
 from rxlab.runs.notebooks import notebook_index
-from rxlab.runs.report import _slots
-from rxlab.runs.report_budget import FLOOR_S, Slot, expected_times, share
+from rxlab.runs.report import _slots, expected_times
+from rxlab.runs.report_budget import FLOOR_S, Slot, share
 
 
 def _simulate(slots, total, actual):
