@@ -46,7 +46,8 @@ def report(scale: str = "small", only: Iterable[str] | None = None, *, figures_d
     if only:
         chosen = {resolve_notebook(n).stem for n in only}
         index = [nb for nb in index if nb.name in chosen]
-    figs = Path(figures_dir) if figures_dir is not None else figures.figures_dir()
+    # absolute: the notebooks run with notebooks/ as their directory, the index is written from here
+    figs = Path(figures_dir).resolve() if figures_dir is not None else figures.figures_dir()
     out = Path(out_dir) if out_dir is not None else NOTEBOOKS_DIR / "out"
     outcomes = []
     # With progress, a line per notebook and the notebook's own stderr as it comes (its study's bar, which
