@@ -79,3 +79,18 @@ def _upto(seen, offset: int):
         n += len(chunk)
         if n > offset:
             yield t, chunk
+
+
+def test_a_relative_figures_folder_is_where_the_report_was_started(tmp_path):
+    """make main passes `--figures figures-local`: the figures and their index land there together, not in
+    the notebooks' own directory (where the notebooks run)."""
+    env = {**os.environ, "RXLAB_RUNS": str(tmp_path / "runs"), "RXLAB_SCRATCH": str(tmp_path / "scratch")}
+    env.pop("RXLAB_FIGURES", None)
+    r = subprocess.run([*rxlab_cmd(), "report", "--scale", "smoke", "--only", "80", "--figures", "figs"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=280, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    figs = tmp_path / "figs"
+    drawn = sorted(p.name for p in figs.glob("*.png"))
+    index = (figs / "index.md").read_text()
+    assert drawn and all(f"]({name})" in index for name in drawn), (drawn, index[-2000:])
+    assert not (REPO / "notebooks" / "figs").exists(), "the figures went to the notebooks' own directory"
