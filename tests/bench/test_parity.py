@@ -65,6 +65,22 @@ def test_every_run_measured_throughput_and_cpu(smoke):
     assert (fill["ops"] == 3000).all()
 
 
+def test_a_reading_group_warms_up_once_with_the_base_and_keeps_it_out_of_its_cells(smoke):
+    """The first run to read the loaded DB reads it cold; it is always the base's first copy in turn 1,
+    so kept it would pull every ratio of that turn one way. One base run before a reader's first turn,
+    stored apart; a writer starts from an empty DB every run and has none."""
+    import pandas as pd  # noqa: PLC0415 - only these tests read the stored runs
+
+    _, out, r = smoke
+    warm = pd.read_csv(out / "warmups.csv")
+    assert list(warm["workload"]) == ["readrandom"] and list(warm["config"]) == ["default"], warm
+    assert (warm["ops"] > 0).all()
+    runs = pd.read_csv(out / "runs.csv")
+    assert not runs["command"].str.contains("--seed=999 ").any() and not runs["command"].str.endswith(
+        "--seed=999").any(), "a warm-up run is in a cell"
+    assert "readrandom t=1 quiet direct=on sync=off warm-up (default, not kept)" in r.stderr
+
+
 def test_the_a_a_control_is_one_within_its_interval(smoke):
     """default against itself: ratio 1 inside the 95% interval. Four A/A intervals (two workloads, two
     metrics); each misses 1 by chance 5% of the time, so three of four must hold (a real bias, such as

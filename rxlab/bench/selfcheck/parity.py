@@ -244,6 +244,7 @@ class Matrix:
         self.log = log or (lambda m: print(m, file=sys.stderr, flush=True))
         self.on_turn = on_turn
         self.runs: list[dict] = []
+        self.warmups: list[dict] = []             # runs not kept in any cell (_warm_up), stored apart
         self.turns: dict[int, int] = {}           # group index -> turns done
         self.stopped = ""
         self.t0 = time.monotonic()
@@ -324,11 +325,32 @@ class Matrix:
             self.log("interrupted: keeping the turns measured so far")
         return self.table()
 
+    def _warm_up(self, g: dict, row: Row, shared: Path) -> None:
+        """One run of the base before a reading group's first turn, kept out of every cell. The first
+        run to read the shared DB with a workload's pattern can read it cold (the host's cache under the
+        virtio disk), and it is always the base's first copy (turn_order): one such run pulls every
+        ratio of the group's first turn the same way and widens all its intervals
+        (docs/findings/2026-11-29-parity-2threads.md)."""
+        flags = cell_flags(row, g, self.s, shared)
+        flags["seed"] = 999
+        try:
+            r = run_measured(flags, self.s.cols[BASE])
+        except RuntimeError as e:   # the base's first turn fails the same way and says so in its cells
+            self.log(f"warm-up failed: {_label(g)}: {str(e).splitlines()[0][-300:]}")
+            return
+        self.warmups.append({**g, "config": BASE, "backend": self.s.cols[BASE], "ops": r.ops,
+                             "wall_s": r.wall_s, "cpu_s": r.cpu_s, "qps": r.qps,
+                             "cpu_per_op_us": r.cpu_per_op_us, "command": r.command})
+        self.log(f"[{time.monotonic() - self.t0:6.0f}s] {_label(g)} warm-up ({BASE}, not kept): "
+                 f"{r.qps:.0f}/s {r.cpu_per_op_us:.1f}us")
+
     def _turn(self, gi: int, g: dict, row: Row, active: Sequence[str], shared: Path | None, cpu: int) -> None:
         turn = self.turns.get(gi, 0)
         t_start = time.monotonic()
         order = resolution.turn_order(BASE, list(active), turn)
         with Spinner(cpu if g["condition"] == "busy" else None):
+            if turn == 0 and row.reads_loaded and shared is not None:
+                self._warm_up(g, row, shared)
             for i, (config, copy) in enumerate(order):
                 db = shared if row.reads_loaded else self.out / "db-run"
                 if not row.reads_loaded:

@@ -111,10 +111,14 @@ def document(m: Matrix, table: pd.DataFrame, command: str = "") -> dict:
 
 
 def store(m: Matrix, table: pd.DataFrame, command: str = "") -> dict[str, Path]:
-    """runs.csv (every run), cells.csv (every comparison) and parity.json in the matrix's out dir."""
+    """runs.csv (every run in a cell), warmups.csv (the reading groups' warm-up runs, in no cell),
+    cells.csv (every comparison) and parity.json in the matrix's out dir."""
     m.out.mkdir(parents=True, exist_ok=True)
     files = {"runs": m.out / "runs.csv", "cells": m.out / "cells.csv", "json": m.out / "parity.json"}
     pd.DataFrame(m.runs).to_csv(files["runs"], index=False)
+    if m.warmups:
+        files["warmups"] = m.out / "warmups.csv"
+        pd.DataFrame(m.warmups).to_csv(files["warmups"], index=False)
     table.to_csv(files["cells"], index=False)
     m.files = files
     files["json"].write_text(json.dumps(document(m, table, command), indent=1) + "\n")
