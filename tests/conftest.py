@@ -42,7 +42,10 @@ RX_BACKENDS = [b for b in BACKENDS if not b.startswith("default")]
 # unless the backend says buffered_writes=engine (the WAL, the MANIFEST) or
 # direct_writes=engine (O_DIRECT flush and compaction writes): ext4 punts
 # buffered io_uring writes to kernel workers (55 us per WAL append against
-# 1.6 us), and a write nothing overlaps gains nothing from a queue.
+# 1.6 us), and a write nothing overlaps gains nothing from a queue. Likewise a
+# read RocksDB waits for on a buffered file (an SST without use_direct_reads,
+# the MANIFEST and WAL at open) uses pread64 unless buffered_reads=engine: the
+# page cache serves it inside the call. MultiRead and ReadAsync use the engine.
 ENGINE_SYSCALLS = {
     "posix": {"read": ["pread64"], "write": ["pwrite64"]},
     "libaio": {"read": ["io_submit", "io_getevents"], "write": ["io_submit", "io_getevents"]},
@@ -54,6 +57,11 @@ DATA_SYSCALLS = ["pread64", "pwrite64", "io_submit", "io_getevents", "io_uring_e
 def pwrite_allowed(backend: str) -> bool:
     """May this backend issue pwrite64 for some of its writes?"""
     return not ("buffered_writes=engine" in backend and "direct_writes=engine" in backend)
+
+
+def pread_allowed(backend: str) -> bool:
+    """May this backend issue pread64 for some of its reads (those of buffered files)?"""
+    return "buffered_reads=engine" not in backend
 
 
 def writes_through_engine(backend: str) -> bool:

@@ -48,6 +48,9 @@ const std::vector<OptionDef>& CommonOptions() {
       {"fault_seed", "1", "seed of the fault injection's random numbers"},
       {"enospc_after", "-1", "fail writes with ENOSPC once this many bytes were written (-1 = never)"},
       {"buffered_writes", "pwrite", "buffered (non-O_DIRECT) writes: pwrite, or engine (through this engine)"},
+      {"buffered_reads", "pread",
+       "buffered (non-O_DIRECT) reads RocksDB waits for one at a time: pread, or engine (through this "
+       "engine); MultiRead batches and async reads always use the engine"},
       {"direct_writes", "pwrite",
        "O_DIRECT writes (flush, compaction): pwrite, or engine (through this engine: a submit/reap round "
        "trip per write, as RocksDB waits for each)"},
@@ -158,6 +161,7 @@ enum class Kind { kInt, kNonNegInt, kBool, kProb, kString };
 Kind KindOf(const std::string& name) {
   // buffer_align (auto, 0 or a power of two) is checked after parsing.
   if (name == "counters_path" || name == "fault_files" || name == "buffered_writes" || name == "direct_writes" ||
+      name == "buffered_reads" ||
       name == "buffer_align")
     return Kind::kString;
   if (name.rfind("fault_", 0) == 0 && name != "fault_seed") return Kind::kProb;
@@ -283,6 +287,10 @@ bool ParseUri(const std::string& uri, Config* cfg, std::string* err) {
       *err = std::string("option ") + k + "='" + cfg->Str(k) + "' must be pwrite or engine";
       return false;
     }
+  if (cfg->Str("buffered_reads") != "pread" && cfg->Str("buffered_reads") != "engine") {
+    *err = "option buffered_reads='" + cfg->Str("buffered_reads") + "' must be pread or engine";
+    return false;
+  }
   const int64_t align = cfg->Int("buffer_align");
   if (cfg->Str("buffer_align") != "auto" &&
       (!IsNonNegInt(cfg->Str("buffer_align")) ||

@@ -84,14 +84,23 @@ struct ThreadState {
   std::vector<AsyncHandle*> async_held;
 
   RXLAB_HOT Engine* SyncEngine(bool direct) {
-    if (hot->iopoll && !direct) {
-      // Polled rings take O_DIRECT only: buffered files (WAL, MANIFEST) read
-      // and write with pread/pwrite.
-      if (!buffered) buffered = FindEngine("posix")->create(*cfg, counters.get(), &error);
-      return buffered.get();
-    }
+    // Polled rings take O_DIRECT only: buffered files (WAL, MANIFEST) read
+    // and write with pread/pwrite.
+    if (hot->iopoll && !direct) return Posix();
     if (!sync) sync = def->create(*cfg, counters.get(), &error);
     return sync.get();
+  }
+  // The engine for a read RocksDB waits for (Read, a sequential file's
+  // read). On a buffered file the page cache serves it inside the call, so
+  // an asynchronous engine has nothing to overlap and adds its round trip:
+  // libaio completes a buffered request inside io_submit and still needs
+  // io_getevents, io_uring a request and a completion around io_uring_enter.
+  // Such reads therefore use the posix engine (pread, through the executor:
+  // faults, delays and counters as before) unless buffered_reads=engine.
+  // MultiRead's batches and ReadAsync keep the engine: there requests do
+  // overlap.
+  RXLAB_HOT Engine* ReadEngine(bool direct) {
+    return !direct && hot->buffered_pread ? Posix() : SyncEngine(direct);
   }
   // Whether a write goes through the engine. RocksDB writes a file one request
   // at a time and waits for each (WritableFileWriter), so an asynchronous
@@ -105,6 +114,10 @@ struct ThreadState {
   // (write_file.cc): no request, no engine.
   bool WritesThroughEngine(bool direct) const {
     return !(direct ? hot->direct_pwrite : hot->buffered_pwrite);
+  }
+  Engine* Posix() {
+    if (!buffered) buffered = FindEngine("posix")->create(*cfg, counters.get(), &error);
+    return buffered.get();
   }
   Engine* AsyncEngine() {
     if (!async) async = def->create(*cfg, counters.get(), &error);

@@ -30,7 +30,7 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
   RXLAB_HOT IOStatus Read(uint64_t offset, size_t n, const IOOptions&, Slice* result, char* scratch,
                           IODebugContext*) const override {
     ThreadState* ts = fs_->State();
-    Engine* e = ts->SyncEngine(direct_);
+    Engine* e = ts->ReadEngine(direct_);
     if (!e) return IOStatus::IOError("rxlab " + fs_->config().engine + ": " + ts->error);
     Job j;
     Prep(&j, offset, n, scratch);

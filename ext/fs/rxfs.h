@@ -45,6 +45,7 @@ struct HotParams {
   int64_t delay_us = 0, jitter_us = 0, delay_spin_us = 30;
   bool iopoll = false;
   bool buffered_pwrite = true;  // buffered_writes=pwrite
+  bool buffered_pread = true;   // buffered_reads=pread
   bool direct_pwrite = true;    // direct_writes=pwrite
   double p_eio = 0, p_eintr = 0, p_eagain = 0, p_short = 0;
   bool any_read_fault = false;

@@ -26,7 +26,7 @@ class RxSequentialFile final : public FSSequentialFile {
   IOStatus PositionedRead(uint64_t offset, size_t n, const IOOptions&, Slice* result,
                           char* scratch, IODebugContext*) override {
     ThreadState* ts = fs_->State();
-    Engine* e = ts->SyncEngine(direct_);
+    Engine* e = ts->ReadEngine(direct_);
     if (!e) return IOStatus::IOError("rxlab " + fs_->config().engine + ": " + ts->error);
     Job j;
     j.Init(Op::kRead, fd_, -1, 0, offset, n, scratch);

@@ -30,6 +30,7 @@ from conftest import (
     key,
     load_db,
     polled_queues_present,
+    pread_allowed,
     pwrite_allowed,
     rocksdb_options,
     value_for,
@@ -50,19 +51,26 @@ def nonzero(c: dict) -> dict:
     return {k: v for k, v in c.items() if v and k != "read_latency_ns"}
 
 
-def assert_engine_did_io(backend: str, c: dict, kind: str) -> None:
+def assert_engine_did_io(backend: str, c: dict, kind: str, *, direct: bool = True) -> None:
     """The counters show `kind` ("read"/"write") IO through the backend's
-    engine, and no data-path syscall of another engine."""
+    engine, and no data-path syscall of another engine. direct=False: the
+    files were buffered, so reads use pread64 unless buffered_reads=engine and
+    writes pwrite64 unless buffered_writes=engine."""
     eng = engine_of(backend)
     assert c["uri"].startswith("rxlab://" + eng), c["uri"]
     ours = ENGINE_SYSCALLS[eng][kind]
-    if kind == "write" and not writes_through_engine(backend):
+    if kind == "write" and not (writes_through_engine(backend) if direct
+                                else "buffered_writes=engine" in backend):
         ours = ["pwrite64"]  # every engine writes with pwrite unless asked (conftest)
+    if kind == "read" and not direct and pread_allowed(backend):
+        ours = ["pread64"]  # a buffered read RocksDB waits for: pread unless asked (conftest)
     for name in ours:
         assert sys_count(c, name) > 0, f"{backend}: no {name} for {kind}s: {c}"
     own_all = {n for k in ENGINE_SYSCALLS[eng].values() for n in k}
     if pwrite_allowed(backend):
         own_all.add("pwrite64")  # buffered writes (WAL, MANIFEST) by design
+    if pread_allowed(backend):
+        own_all.add("pread64")  # buffered reads (the MANIFEST and WAL at open) by design
     for name in DATA_SYSCALLS:
         if name not in own_all:
             assert sys_count(c, name) == 0, f"{backend} issued {name}, which is another engine's"
@@ -197,16 +205,16 @@ def round_trip(open_db, path: Path, backend: str, *, direct: bool, n: int, sizes
     return c_write, c_read, expected, put_bytes
 
 
-def check_round_trip_counters(backend, c_write, c_read, expected, put_bytes) -> None:
+def check_round_trip_counters(backend, c_write, c_read, expected, put_bytes, *, direct: bool) -> None:
     if engine_of(backend) is None:
         assert c_write == {"uri": backend}
         assert c_read == {"uri": backend}
         return
-    assert_engine_did_io(backend, c_write, "write")
+    assert_engine_did_io(backend, c_write, "write", direct=direct)
     assert c_write["writes"] > 0
     # Every value went through the engine at least once (the WAL).
     assert c_write["write_bytes"] >= put_bytes, (c_write["write_bytes"], put_bytes)
-    assert_engine_did_io(backend, c_read, "read")
+    assert_engine_did_io(backend, c_read, "read", direct=direct)
     assert c_read["reads"] > 0
     # The cache (1 MB) is far smaller than the data: all of it was read.
     live = sum(len(v) for v in expected.values())
@@ -242,7 +250,7 @@ def test_round_trip(backend, direct, tmp_path, open_db):
     exactly, and the counters show the IO went through the engine (default: none)."""
     res = round_trip(open_db, tmp_path / "db", backend, direct=direct, n=RT_N, sizes=RT_SIZES,
                      rng=random.Random(seed_of(backend, direct, "rt")))
-    check_round_trip_counters(backend, *res)
+    check_round_trip_counters(backend, *res, direct=direct)
 
 
 VARIANTS = [
@@ -258,6 +266,7 @@ VARIANTS = [
     "io_uring?buffered_writes=engine&direct_writes=engine",  # every write through the ring: no pwrite64
     "libaio?buffered_writes=engine&direct_writes=engine",
     "io_uring?direct_writes=engine",  # O_DIRECT writes through the ring, the WAL with pwrite
+    "io_uring?buffered_reads=engine",  # buffered reads through the ring: no pread64
 ]
 BIG_SIZES = [10, 1000, 9000, 40_000, 200_000]
 
@@ -270,11 +279,11 @@ def test_round_trip_variants(backend, direct, tmp_path, open_db):
     200 KB: the same exact round trip."""
     res = round_trip(open_db, tmp_path / "db", backend, direct=direct, n=150, sizes=BIG_SIZES,
                      rng=random.Random(seed_of(backend, direct, "rtv")))
-    check_round_trip_counters(backend, *res)
+    check_round_trip_counters(backend, *res, direct=direct)
     c_read = res[1]
     if "depth=1" in backend:
         assert c_read["max_inflight"] <= 1
-    if "fixed_buffers" in backend:
+    if "fixed_buffers" in backend and (direct or not pread_allowed(backend)):
         assert c_read["fixed_buf_reads"] > 0  # the small blocks still use them
 
 
@@ -462,7 +471,7 @@ def test_writes_use_pwrite_unless_asked(backend, tmp_path, open_db):
     only appends to the WAL sets up no ring and calls no engine, and a flush's
     O_DIRECT SST writes are pwrite64 calls too, unless direct_writes=engine."""
     db = open_db(tmp_path / "db", backend, rocksdb_options(direct=True, **ONE_FILE))
-    db.reset_counters()  # the open read the OPTIONS and MANIFEST files through the engine
+    db.reset_counters()  # the open read the OPTIONS and MANIFEST files
     out = {}
 
     def writer():
@@ -814,6 +823,7 @@ BAD_INPUT = [
     ("io_uring?spin_us=100&defer_taskrun=1", "", ValueError, ["spin_us", "defer_taskrun=1"]),
     ("posix?delay_us", "", ValueError, ["delay_us"]),
     ("posix?enospc_after=lots", "", ValueError, ["enospc_after", "lots"]),
+    ("libaio?buffered_reads=aio", "", ValueError, ["buffered_reads='aio'", "pread or engine"]),
     ("posix?buffer_align=page", "", ValueError, ["buffer_align=page", "auto, 0"]),
     ("libaio?buffer_align=768", "", ValueError, ["buffer_align=768", "power of two"]),
     ("default?foo=1", "", ValueError, ["foo=1"]),

@@ -97,11 +97,14 @@ def test_counters_agree_with_strace(tmp_path, uri, benchmark, extra):
     assert verdict["rows"] == len(COMPARED[engine]), table
     assert verdict["within"] and not bad, (f"rxlab's counts of {bad} disagree with strace by more than "
                                            f"{TOLERANCE:.0%}:\n{table}\nstrace summary:\n{spath.read_text()}")
-    # Engines that do not use pread for data: what strace sees of pread64 is
-    # outside our file system (the loader), and must stay a trace.
+    # Engines that do not use pread for O_DIRECT data: what strace sees of
+    # pread64 is the loader's and the buffered files' (the OPTIONS file read
+    # back, buffered_reads=pread), and must stay a trace.
+    # A trace: at most 1% of the reads (a batched MultiRead's reads share
+    # few engine calls, so the bound is on reads, not calls).
     if engine != "posix":
-        assert ours["sys.pread64.count"] == 0, table
-        assert traced.get("pread64", 0) <= TOLERANCE * sum(traced.get(n, 0) for n in COMPARED[engine]), table
+        assert ours["sys.pread64.count"] <= TOLERANCE * ours["reads"], (ours["reads"], table)
+        assert traced.get("pread64", 0) <= TOLERANCE * ours["reads"], (ours["reads"], table)
 
 
 @pytest.mark.parametrize(("ioengine", "calls"), [("sync", ("lseek", "read")), ("psync", ("pread64",))])

@@ -85,9 +85,14 @@ def test_compare_syscalls_judges_the_data_path_rxlab_issued():
     off = syscalls.compare_syscalls(traced, counters(pwrite64=1000, io_submit=5100, io_getevents=5000))
     assert not syscalls.agreement(off)["within"]
     # a judged syscall strace never saw is a disagreement, not a division by zero
-    ghost = syscalls.compare_syscalls({"pwrite64": 10}, counters(pwrite64=10, io_uring_enter=7))
+    ghost = syscalls.compare_syscalls({"pwrite64": 300}, counters(pwrite64=300, io_uring_enter=700))
     assert math.isinf(syscalls.agreement(ghost)["worst_abs_rel_diff"])
     assert not syscalls.agreement(ghost)["within"]
+    # a few preads of buffered files (the OPTIONS file) beside the loader's two: shown, not judged
+    few = syscalls.compare_syscalls({**traced, "pread64": 16}, {**ours, "sys.pread64.count": 14})
+    few = few.set_index("syscall")
+    assert few.loc["pread64", "rxlab"] == 14 and not few.loc["pread64", "compared"]
+    assert few["compared"].sum() == 3
 
 
 def test_compare_syscalls_without_counters_is_strace_only():
@@ -284,7 +289,10 @@ def test_the_figures_are_drawn_from_their_tables_alone(tiny, tmp_path):
     assert {"lo", "hi", "resolved", "turns", "status"} <= set(o.columns)
     s = pd.read_csv(tmp_path / "tracing_syscalls.csv")
     assert set(s["syscall"]) >= {"pwrite64", "io_submit", "io_getevents"}
-    assert "pread64" not in set(s["syscall"])   # the loader's two: not drawn
+    # the loader's preads are drawn only where rxlab counted preads too (those of buffered files, as the
+    # OPTIONS file read back), and never judged
+    pread = s[s["syscall"] == "pread64"]
+    assert (pread["rxlab"] > 0).all() and not pread["judged"].astype(bool).any(), pread
 
 
 def test_the_study_is_in_the_registry_and_its_outputs_are_written(tiny, tmp_path):

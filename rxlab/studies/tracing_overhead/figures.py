@@ -88,8 +88,8 @@ def overhead_data(result: TracingResult) -> pd.DataFrame:
 
 def syscalls_data(result: TracingResult) -> pd.DataFrame:
     """The data path's syscalls per backend (summed over the strace runs), as counted by strace and by
-    rxlab, with the relative differences; the dynamic loader's few preads on libaio and io_uring (under
-    100 calls, none issued by rxlab) are left out."""
+    rxlab, with the relative differences; the dynamic loader's few preads (under 100 calls) are left
+    out where rxlab issued none."""
     s = syscalls_table(result)
     if s.empty:
         return pd.DataFrame(columns=SYSCALL_COLUMNS)

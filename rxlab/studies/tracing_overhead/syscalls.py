@@ -70,6 +70,12 @@ def counted_syscalls(counters: Mapping) -> dict[str, int]:
 
 COMPARE_COLUMNS = ("syscall", "strace", "rxlab", "diff", "rel_diff", "data_path", "compared")
 
+# The fewest calls a row needs to be judged by default: below it, the dynamic loader's two preads (which
+# strace sees and rxlab, outside the file system, cannot) are more than the 1% the rows are judged at. A
+# few preads of buffered files (the OPTIONS file read back) on an engine whose data path is not pread
+# are then shown, not judged.
+MIN_JUDGED_CALLS = 200
+
 
 def compare_syscalls(traced: Mapping[str, int], counters: Mapping | None,
                      compared: Sequence[str] | None = None) -> pd.DataFrame:
@@ -79,10 +85,11 @@ def compare_syscalls(traced: Mapping[str, int], counters: Mapping | None,
     syscall strace saw. ``rel_diff`` = (rxlab - strace) / strace (NaN when
     strace saw none). ``compared`` marks the rows the agreement is judged on:
     by default the data path's read and write syscalls (DATA_SYSCALLS) that
-    rxlab issued, so a pread64 of the dynamic loader (strace sees two per
-    start, rxlab's libaio never preads) is shown but not judged; pass
-    ``compared`` to name them. ``counters`` None (RocksDB's own file system)
-    gives the strace column only.
+    rxlab issued at least MIN_JUDGED_CALLS times, so the dynamic loader's
+    pread64 (strace sees two per start) beside libaio's few preads of
+    buffered files is shown but not judged; pass ``compared`` to name them.
+    ``counters`` None (RocksDB's own file system) gives the strace column
+    only.
     """
     ours = counted_syscalls(counters) if counters is not None else {}
     names = sorted(set(ours) | {n for n in DATA_SYSCALLS if traced.get(n, 0)},
@@ -91,7 +98,8 @@ def compare_syscalls(traced: Mapping[str, int], counters: Mapping | None,
     for n in names:
         s = int(traced.get(n, 0))
         o = ours.get(n) if counters is not None else None
-        judged = (n in compared) if compared is not None else (n in DATA_SYSCALLS and bool(o))
+        judged = (n in compared if compared is not None
+                  else n in DATA_SYSCALLS and (o or 0) >= MIN_JUDGED_CALLS)
         rows.append({"syscall": n, "strace": s, "rxlab": np.nan if o is None else int(o),
                      "diff": np.nan if o is None else int(o) - s,
                      "rel_diff": (o - s) / s if (o is not None and s) else np.nan,
