@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import pread_allowed
 from helpers_plugin import describe, found, read_counters, run_db_bench
 
 pytestmark = pytest.mark.timeout(120)
@@ -71,7 +72,7 @@ def test_fillseq_flush_readrandom(tmp_path, engine, direct):
     assert c["write_bytes"] >= sst_bytes, (c["write_bytes"], sst_bytes)
     # The engine's own syscalls carried the data; the others were not used.
     used, unused = ENGINE_SYSCALLS[base]
-    buffered_preads = not direct and "buffered_reads=engine" not in engine
+    buffered_preads = not direct and pread_allowed(engine)
     if buffered_preads:
         used = ("pread64",)  # a buffered read RocksDB waits for is a pread unless buffered_reads=engine
     for name in used:
@@ -80,7 +81,7 @@ def test_fillseq_flush_readrandom(tmp_path, engine, direct):
         all_through_engine = "buffered_writes=engine" in engine and "direct_writes=engine" in engine
         if name == "pwrite64" and not all_through_engine:
             continue  # writes use pwrite64 unless buffered_writes=engine and direct_writes=engine
-        if name == "pread64" and "buffered_reads=engine" not in engine:
+        if name == "pread64" and pread_allowed(engine):
             continue  # buffered files (the OPTIONS file read back, SSTs without O_DIRECT) use pread64
         assert c[f"sys.{name}.count"] == 0, f"{name}: {nonzero(c)}"
     if base == "posix" or buffered_preads:

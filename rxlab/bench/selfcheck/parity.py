@@ -325,6 +325,11 @@ class Matrix:
             self.log("interrupted: keeping the turns measured so far")
         return self.table()
 
+    def _record(self, g: dict, config: str, r: Run) -> dict:
+        """One run as runs.csv and warmups.csv store it."""
+        return {**g, "config": config, "backend": self.s.cols[config], "ops": r.ops, "wall_s": r.wall_s,
+                "cpu_s": r.cpu_s, "qps": r.qps, "cpu_per_op_us": r.cpu_per_op_us, "command": r.command}
+
     def _warm_up(self, g: dict, row: Row, shared: Path) -> None:
         """One run of the base before a reading group's first turn, kept out of every cell. The first
         run to read the shared DB with a workload's pattern can read it cold (the host's cache under the
@@ -338,9 +343,7 @@ class Matrix:
         except RuntimeError as e:   # the base's first turn fails the same way and says so in its cells
             self.log(f"warm-up failed: {_label(g)}: {str(e).splitlines()[0][-300:]}")
             return
-        self.warmups.append({**g, "config": BASE, "backend": self.s.cols[BASE], "ops": r.ops,
-                             "wall_s": r.wall_s, "cpu_s": r.cpu_s, "qps": r.qps,
-                             "cpu_per_op_us": r.cpu_per_op_us, "command": r.command})
+        self.warmups.append(self._record(g, BASE, r))
         self.log(f"[{time.monotonic() - self.t0:6.0f}s] {_label(g)} warm-up ({BASE}, not kept): "
                  f"{r.qps:.0f}/s {r.cpu_per_op_us:.1f}us")
 
@@ -371,10 +374,7 @@ class Matrix:
                 finally:
                     if not row.reads_loaded:
                         shutil.rmtree(db, ignore_errors=True)
-                self.runs.append({**g, "turn": turn, "config": config, "copy": copy,
-                                  "backend": self.s.cols[config], "ops": r.ops, "wall_s": r.wall_s,
-                                  "cpu_s": r.cpu_s, "qps": r.qps, "cpu_per_op_us": r.cpu_per_op_us,
-                                  "command": r.command})
+                self.runs.append({**self._record(g, config, r), "turn": turn, "copy": copy})
         self.turns[gi] = turn + 1
         self.turn_s.append(time.monotonic() - t_start)
         mine = [x for x in self.runs if x["turn"] == turn and all(x[k] == g[k] for k in KEYS)]
