@@ -589,6 +589,17 @@ def test_delay_slows_each_read(engine, big_db, open_db):
     assert hist_total(c) == c["reads"]
 
 
+@pytest.mark.parametrize("engine", ["posix", "io_uring"])
+def test_delay_with_counters_off(engine, big_db, open_db):
+    """With the counters off a read takes no start time unless a delay needs one (RunOne): the delay
+    must still hold, each uncached get reading storage at least once."""
+    path, _ = big_db
+    db = open_db(path, f"{engine}?delay_us={DELAY_US}&counters=0",
+                 rocksdb_options(direct=True, cache="64K", **ONE_FILE))
+    delayed = mean_get_s(db, spaced_keys(random.Random(13), 20))
+    assert delayed >= 0.97 * DELAY_US * 1e-6, f"{engine}: mean get {delayed / MS:.2f} ms, delay_us={DELAY_US}"
+
+
 def test_jitter_spreads_latency(big_db, open_db):
     """jitter_us spreads each read's deadline uniformly around delay_us."""
     path, _ = big_db
