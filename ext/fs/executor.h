@@ -207,9 +207,8 @@ struct ThreadState {
   RXLAB_HOT int RunOne(Engine* e, Job* j) {
     // A synchronous engine's read is one timed system call (pread): its timer
     // is the read's latency, and two more clock reads per read would only
-    // repeat it. A delay needs the start for its deadline.
-    // With the counters off and no delay nothing reads the start: skip the
-    // clock (a vDSO clock_gettime per read, 1% of a page-cache Get's CPU).
+    // repeat it. A delay needs the start for its deadline; with the counters
+    // off and no delay nothing reads it, and the clock is not read.
     const bool syscall_timed = e->synchronous() && hot->delay_us <= 0 && counters->enabled;
     uint64_t syscall_ns = 0;
     if (!syscall_timed && (counters->enabled || hot->delay_us > 0)) j->start_ns = MonoNs();
