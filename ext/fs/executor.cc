@@ -49,7 +49,8 @@ int ThreadState::RunJobs(Engine* e, Job** jobs, int n) {
     bool queued = false;
     while (!ready.empty()) {
       Job* j = ready.front();
-      if (j->start_ns == 0) {
+      // As in RunOne: the start is read only by the counters and a delay.
+      if (j->start_ns == 0 && (counters->enabled || hot->delay_us > 0)) {
         j->start_ns = MonoNs();
         if (j->io.op == Op::kRead) j->deadline_ns = Deadline(j->start_ns);
       }

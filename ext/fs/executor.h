@@ -217,7 +217,6 @@ struct ThreadState {
     for (;;) {
       QueueResult q = e->Queue(&j->io);
       if (q == QueueResult::kBusy) {  // ring shared with async reads
-        if (j->start_ns == 0) j->start_ns = MonoNs();
         return RunJobs(e, &j, 1);
       }
       if (q == QueueResult::kCompleted && syscall_timed) syscall_ns += counters->last_syscall_ns;

@@ -589,15 +589,26 @@ def test_delay_slows_each_read(engine, big_db, open_db):
     assert hist_total(c) == c["reads"]
 
 
-@pytest.mark.parametrize("engine", ["posix", "io_uring"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_delay_with_counters_off(engine, big_db, open_db):
-    """With the counters off a read takes no start time unless a delay needs one (RunOne): the delay
-    must still hold, each uncached get reading storage at least once."""
-    path, _ = big_db
+    """With the counters off a read takes no start time unless a delay needs one (RunOne, and RunJobs
+    for MultiGet's batches): the delay must still hold, each uncached get reading storage at least once
+    and each batch of uncached keys taking at least one delay."""
+    path, expected = big_db
     db = open_db(path, f"{engine}?delay_us={DELAY_US}&counters=0",
                  rocksdb_options(direct=True, cache="64K", **ONE_FILE))
     delayed = mean_get_s(db, spaced_keys(random.Random(13), 20))
     assert delayed >= 0.97 * DELAY_US * 1e-6, f"{engine}: mean get {delayed / MS:.2f} ms, delay_us={DELAY_US}"
+    rng = random.Random(17)
+    times = []
+    for _ in range(5):
+        batch = spaced_keys(rng, 16)
+        t = time.perf_counter()
+        got = db.multi_get(batch)
+        times.append(time.perf_counter() - t)
+        assert got == [expected[k] for k in batch]
+    assert min(times) >= 0.95 * DELAY_US * 1e-6, (
+        f"{engine}: a MultiGet of 16 uncached keys took {min(times) / MS:.2f} ms, delay_us={DELAY_US}")
 
 
 def test_jitter_spreads_latency(big_db, open_db):
