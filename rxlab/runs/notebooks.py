@@ -72,6 +72,7 @@ class Outcome:
     runs: list
     error: str = ""
     figures: list = field(default_factory=list)
+    turns: dict = field(default_factory=dict)   # what its study's turns decided (rxlab.runs.report)
 
     def to_dict(self) -> dict:
         return asdict(self)

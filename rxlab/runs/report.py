@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from rxlab import studies
-from rxlab.core import figures
+from rxlab.core import executions, figures, store
 from rxlab.core.resolution import AA, MIN_TURNS, parse_budget
 from rxlab.core.units import duration_words
 from rxlab.runs.notebooks import (
@@ -23,7 +23,7 @@ from rxlab.runs.notebooks import (
     resolve_notebook,
     run_notebook,
 )
-from rxlab.runs.report_budget import MARGIN_S, REPORT_BUDGETS, Slot, share
+from rxlab.runs.report_budget import MARGIN_S, REPORT_BUDGETS, Slot, share, turns_fitting
 
 SCALES = ("smoke", "small", "full")
 
@@ -60,15 +60,21 @@ def report(scale: str = "small", only: Iterable[str] | None = None, *, figures_d
         note = ""
         if total is not None:
             left = total - (time.monotonic() - t0)
+            slot = slots[i - 1]
             given = share(slots[i - 1:], left)
             if given is not None:
                 params["budget"] = round(given)
+            whole = (f" ({_turns_words(turns_fitting(given, slot.turn_s))} of {slot.turn_s:.0f} s)"
+                     if given is not None and slot.turn_s else "")
             note = (f" (report: {duration_words(max(left, 0))} of {duration_words(total)} left"
-                    + (f"; its turns get {given:.0f} s" if given is not None else "") + ")")
+                    + (f"; its turns get {given:.0f} s{whole}" if given is not None else "") + ")")
         if stream is not None:
             stream.line(f"report ({scale}) {i}/{len(index)}: {nb.name}{note}")
+        root = Path(runs_root) if runs_root is not None else store.default_root()
+        known = {m["id"] for m in executions.read_manifests(root)}
         o = run_notebook(nb.path, out / f"{nb.name}.ipynb", params, runs_root=runs_root,
                          figures_dir=figs, stream=stream)
+        o.turns = _turns_decided(root, known, nb.study)
         outcomes.append(o)
         if stream is not None:
             stream.line(f"report ({scale}) {i}/{len(index)}: {nb.name} {o.status} in {o.seconds:.0f} s"
@@ -100,17 +106,54 @@ class _LineTracker:
 
 def _slots(index: Sequence[NotebookInfo], scale: str, figs: Path) -> list[Slot]:
     """Each notebook's turns' budget at `scale` (None: it has no `budget` parameter) and the time it is
-    expected to take (its last run at this scale in the index, else its turns' budget and a margin)."""
+    expected to take (its last run at this scale in the index, else its turns' budget and a margin), with
+    its turns' length where the index recorded it. A notebook whose turns stopped at a budget (cut by that
+    report, or given by mistake) is expected to take, at its own budget, the turns that fit it."""
     import papermill  # noqa: PLC0415 - jupyter's machinery: only when a report runs
 
     last = expected_times(figs / "index.md", scale)
+    recorded = last_turns(figs / "index.md", scale)
     out = []
     for nb in index:
         turns = None
         if nb.study and "budget" in papermill.inspect_notebook(str(nb.path)):
             turns = getattr(studies.get(nb.study).Params, "budget_at", lambda _: None)(scale)
-        out.append(Slot(nb.name, turns, last.get(nb.name, (turns or 0.0) + MARGIN_S)))
+        expected = last.get(nb.name, (turns or 0.0) + MARGIN_S)
+        rec = recorded.get(nb.name)
+        if turns and rec and nb.name in last:
+            n, turn_s, stopped = rec
+            ran = n * turn_s
+            will = turns_fitting(turns, turn_s) * turn_s if stopped == "budget" else ran
+            out.append(Slot(nb.name, turns, max(expected - ran, 0.0) + will, turn_s, will))
+        else:
+            out.append(Slot(nb.name, turns, expected))
     return out
+
+
+def _turns_decided(root: Path, known: set[str], study: str | None) -> dict:
+    """What the turns of `study` decided in an execution that was not in the store before (`known`):
+    turns, seconds, stopped; empty when it did not run in turns."""
+    if not study:
+        return {}
+    new = [m for m in executions.read_manifests(root) if m["id"] not in known and m.get("study") == study]
+    t = (new[-1].get("turns") if new else None) or {}
+    return {k: t[k] for k in ("turns", "seconds", "stopped") if k in t} if t.get("turns") else {}
+
+
+_STOPPED = {"": "resolved", "budget": "stopped by its budget", "max turns": "stopped at its max turns"}
+
+
+def _turns_words(n: int) -> str:
+    return f"{n} turn{'s' if n != 1 else ''}"
+
+
+def turns_phrase(turns: dict) -> str:
+    """The index's words for what a notebook's turns decided: '4 turns of 140 s, stopped by its budget'."""
+    if not turns:
+        return ""
+    n = int(turns["turns"])
+    return (f"{_turns_words(n)} of {float(turns['seconds']) / n:.0f} s, "
+            f"{_STOPPED.get(str(turns.get('stopped', '')), 'stopped: ' + str(turns.get('stopped')))}")
 
 
 def _sidecar(figs: Path, stem: str) -> dict | None:
@@ -200,6 +243,8 @@ def _last_runs(index: Path) -> dict[str, list[str]]:
 
 
 _SECONDS = re.compile(r"^ok \((\d+(?:\.\d+)?) s\b")
+_TURNS = re.compile(r", (\d+) turns? of (\d+(?:\.\d+)?) s, "
+                    r"(resolved|stopped by its budget|stopped at its max turns)")
 _SCALE = re.compile(r"^Regenerated by `rxlab report` at scale `(\w+)`", re.M)
 
 
@@ -218,6 +263,24 @@ def expected_times(index: str | Path, scale: str) -> dict[str, float]:
         run = _figures_run(lines)
         if run and (t := _SECONDS.match(run)):
             out[name] = float(t.group(1))
+    return out
+
+
+def last_turns(index: str | Path, scale: str) -> dict[str, tuple[int, float, str]]:
+    """Notebook name -> (turns, seconds a turn, why they stopped: '' resolved, 'budget', 'max turns') of
+    the run its figures are from, where the index at `scale` recorded them."""
+    index = Path(index)
+    if not index.is_file():
+        return {}
+    m = _SCALE.search(index.read_text())
+    if m and m.group(1) != scale:
+        return {}
+    why = {v: k for k, v in _STOPPED.items()}
+    out = {}
+    for name, lines in _last_runs(index).items():
+        run = _figures_run(lines)
+        if run and (t := _TURNS.search(run)):
+            out[name] = (int(t.group(1)), float(t.group(2)), why[t.group(3)])
     return out
 
 
@@ -261,8 +324,9 @@ def write_index(figs: str | Path, outcomes: Iterable[Outcome] = (), scale: str |
             state = "ok" if o.status == "ok" else f"**failed**: {o.error}"
             given = (o.parameters or {}).get("budget")
             turns = f", its turns' budget {given} s of the report's" if given is not None else ""
-            lines += [f"Last run: {state} ({o.seconds:.0f} s{turns}, {len(o.runs)} runs stored), executed "
-                      f"notebook `notebooks/out/{Path(o.output).name}`", ""]
+            decided = f", {turns_phrase(o.turns)}" if o.turns else ""
+            lines += [f"Last run: {state} ({o.seconds:.0f} s{turns}, {len(o.runs)} runs stored{decided}), "
+                      f"executed notebook `notebooks/out/{Path(o.output).name}`", ""]
             # a notebook that failed (a refusal: a build missing) left the figures of the run before
             before = _figures_run(earlier.get(nb.name, [])) if o.status != "ok" else None
             if before:

@@ -16,15 +16,26 @@ before every notebook, so one that finishes early leaves its time to those
 after it, and one that overruns takes it from them. A notebook without a
 `budget` parameter runs as it is; its time counts against the others.
 
-The plan does not see how long a study's turn is: a small cut can cost a
-study its last turn (the stopping rule starts another only when it fits).
+A study's stopping rule starts another turn only when it fits its budget,
+so a budget is worth whole turns: a cut of a tenth of a turn would cost the
+study the whole of its last one. Where the last report recorded a notebook's
+turns (figures/index.md: how many, how long each, why they stopped), its
+share is rounded to the nearest whole number of its turns, at least one,
+and given with half a turn to spare either way, so turns a little longer or
+shorter than last time still make the planned number. What rounding up
+takes beyond the share, the notebooks after it give back when the plan is
+made again; the last notebook's can overrun the report by half a turn.
+The same record corrects a stale time: a notebook whose turns stopped at a
+budget cut by that report is expected to take, at its own budget, the turns
+that fit it.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["FLOOR_S", "MARGIN_S", "REPORT_BUDGETS", "Slot", "share"]
+__all__ = ["FLOOR_S", "MARGIN_S", "REPORT_BUDGETS", "Slot", "share", "turns_fitting"]
 
 # The whole report's time when none is given: small stays inside the 67 minutes the report took before its
 # studies measured in turns, with a margin for a notebook that overruns its share; smoke and full have
@@ -43,23 +54,44 @@ MARGIN_S = 120.0
 @dataclass(frozen=True)
 class Slot:
     """A notebook still to run: its name, its turns' budget at the scale (None: it has no `budget`
-    parameter), and the seconds it is expected to take."""
+    parameter), the seconds it is expected to take, and, when the last report recorded them, how long
+    one of its turns took and the seconds its turns are expected to take."""
 
     name: str
     turns_budget: float | None
     expected_s: float
+    turn_s: float | None = None
+    expected_turns_s: float | None = None
 
     @property
     def turns_s(self) -> float:
-        """What its turns are expected to take: its budget, or less when it took less last time."""
-        return min(self.turns_budget, self.expected_s) if self.turns_budget else 0.0
+        """What its turns are expected to take: as recorded, else its budget, or less when the whole
+        notebook took less last time."""
+        if not self.turns_budget:
+            return 0.0
+        if self.expected_turns_s is not None:
+            return min(self.turns_budget, self.expected_turns_s)
+        return min(self.turns_budget, self.expected_s)
+
+
+def turns_fitting(budget_s: float, turn_s: float) -> int:
+    """How many turns of `turn_s` seconds the stopping rule runs in `budget_s`: it starts another only
+    when it ends inside the budget, and always runs the first."""
+    return max(1, math.floor(budget_s / turn_s + 1e-9))
+
+
+def _whole_turns(given: float, slot: Slot) -> float:
+    """`given` rounded to the nearest whole number of the slot's turns (at least one), with half a turn
+    to spare, never above its own budget."""
+    k = max(1, round(given / slot.turn_s))
+    return min(slot.turns_budget, (k + 0.5) * slot.turn_s)
 
 
 def share(slots: Sequence[Slot], left_s: float, floor_s: float = FLOOR_S) -> float | None:
     """The turns' budget for `slots[0]`, the next notebook, with `left_s` seconds of the report's budget
     left and `slots` still to run: None (its own budget) when it has none to give or all are expected
     to fit; else its expected turns less its share of the excess, never below `floor_s` (or its own
-    budget, when that is smaller)."""
+    budget, when that is smaller), in whole turns when its turn's length is known."""
     if not slots:
         raise ValueError("share: no notebook left to run")
     first = slots[0]
@@ -70,4 +102,5 @@ def share(slots: Sequence[Slot], left_s: float, floor_s: float = FLOOR_S) -> flo
         return None
     pool = sum(s.turns_s for s in slots)
     cut = excess * first.turns_s / pool if pool > 0 else excess
-    return max(min(floor_s, first.turns_budget), first.turns_s - cut)
+    given = max(min(floor_s, first.turns_budget), first.turns_s - cut)
+    return _whole_turns(given, first) if first.turn_s else given
