@@ -69,7 +69,7 @@ ext: rocksdb venv
 	$(VENV)/bin/rxlab lab --configure >/dev/null
 
 # The toolchain study's matrix (notebook 70): clang and lld first, then gcc, clang and clang+LTO
-# builds of each version, each with rxlab's module compiled against it; about 20-30 minutes a build on
+# builds of each version, each with rxlab's module compiled against it; 6 to 20 minutes a build on
 # 2 cores, niced. A finished build or module is reused.
 TOOLCHAIN_VERSIONS ?= 9.10.0 9.11.2
 toolchains: ext

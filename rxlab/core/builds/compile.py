@@ -66,7 +66,7 @@ def build(version: str = DEFAULT_VERSION, cc: str = "gcc", lto: bool = False,
     work = cache_root() / "rocksdb-build" / prefix.name
     log = work / "build.log"
     print(f"building RocksDB {version} with {cxx} {major}{' + LTO' if lto else ''} "
-          f"(about 20 minutes on 2 cores; log {log})", file=sys.stderr)
+          f"(6 to 20 minutes on 2 cores, by the host; log {log})", file=sys.stderr)
     flags = [*CMAKE_FLAGS, f"-DCMAKE_C_COMPILER={c}", f"-DCMAKE_CXX_COMPILER={cxx}"]
     extra = " ".join(cxxflags.split())
     if extra:

@@ -100,7 +100,7 @@ def missing_line(missing: list[tuple[str, str]], versions: list[str]) -> str:
     return (f"toolchains: the matrix (gcc, clang, clang+LTO for RocksDB {' and '.join(versions)}) lacks "
             f"{len(missing)} build{'s' if len(missing) != 1 else ''}: {names}; make them with: "
             f"make toolchains TOOLCHAIN_VERSIONS=\"{' '.join(versions)}\" (installs clang, lld and llvm, "
-            f"then builds; about 20 minutes a build on 2 cores), or one by one: {cmds}; "
+            f"then builds; 6 to 20 minutes a build on 2 cores), or one by one: {cmds}; "
             "or pass builds=[...] with a build besides the base")
 
 
