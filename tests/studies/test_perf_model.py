@@ -343,6 +343,17 @@ def test_a_real_study_runs_every_part_and_reuses_the_stored_ones(real):
     m = manifest(second.root, second.study)
     assert m["status"] == "complete" and m["study"] == "perf_model" and len(m["runs"]) == len(second.runs)
     assert not list(Path(p.db_dir).iterdir())   # the DBs and fio's files are gone, the results stay
+    # the turns of the two parts run here are the study's record (what `rxlab report` plans with), the
+    # notebook's budget split between them; the second study ran none
+    t = manifest(first.root, first.study)["turns"]
+    assert set(t["parts"]) == {"io_efficiency", "delayed"}
+    told = ("turns", "seconds", "stopped")
+    assert {k: first.turns[k] for k in told} == {k: t[k] for k in told}
+    assert t["turns"] == sum(d["turns"] for d in t["parts"].values()) >= 2
+    assert t["seconds"] == pytest.approx(sum(d["seconds"] for d in t["parts"].values()), abs=0.2)
+    half = STUDY.Params.budget_at("smoke") / 2
+    assert [d["budget_s"] for d in t["parts"].values()] == [pytest.approx(half)] * 2
+    assert "turns" not in m and not second.turns
     # placement and device load read back from the store as `run` returned them
     pl = first.placement_runs
     assert set(pl["where"]) >= {"shared", "split"} and (pl["iops"] > 0).all() and pl["run"].notna().all()

@@ -29,9 +29,9 @@ class Params(study.StudyParams):
     is there). delay_us: the emulated device latencies of the delay study
     (one client, the first block_align setting, rxlab engines only; [0]:
     none), also taken from the store when there. budget: the time the turns
-    of each of the two that runs here may take (None: the IO-efficiency
-    study's at the scale; a study found in the store matches whatever its
-    budget was). The placement and
+    of those two that run here may take together, split evenly between them
+    (None: the IO-efficiency study's at the scale; a study found in the
+    store matches whatever its budget was). The placement and
     device-load measurements take fio's file size, runtime and repetitions
     from the scale.
     """

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,8 @@ import pandas as pd
 from rxlab.bench.ioeff.matching import matching
 from rxlab.bench.ioeff.names import PUBLISHED, SEED_FILE
 from rxlab.core import store
-from rxlab.core.study import MANIFESTS, RunContext, Study, manifest
+from rxlab.core.resolution import parse_budget
+from rxlab.core.study import MANIFESTS, RunContext, Study, StudyParams, manifest
 from rxlab.studies.perf_model import device_load, figures, placement, tables
 from rxlab.studies.perf_model import findings as findings_
 from rxlab.studies.perf_model.params import Params, ioeff_study
@@ -33,6 +35,25 @@ from rxlab.studies.perf_model.result import PerfModelResult
 
 RUN_PREFIX = "model-"
 PLAN_COLUMNS = ["part", "what"]
+
+
+def _add_turns(state: dict, part: str, decided: dict | None) -> None:
+    """Adds a part's turns to the study's record (the manifest's `turns`): turns, seconds and the
+    widest half-width over the parts run here, stopped as the last part that stopped early, each part's
+    own record under `parts`."""
+    if not decided:
+        return
+    t = state.setdefault("turns", {"turns": 0, "seconds": 0.0, "stopped": "", "parts": {}})
+    t["parts"][part] = dict(decided)
+    t["turns"] += int(decided.get("turns", 0))
+    t["seconds"] = round(t["seconds"] + float(decided.get("seconds", 0.0)), 1)
+    t["stopped"] = decided.get("stopped") or t["stopped"]
+    widths = pd.Series([d.get("widest_half_width") for d in t["parts"].values()], dtype=float)
+    t["widest_half_width"] = float(widths.max())   # NaN while no part has an interval
+    for k in ("target", "min_turns"):
+        if k in decided:
+            t[k] = decided[k]
+    t["budget_s"] = sum(d.get("budget_s") or 0 for d in t["parts"].values()) or None
 
 
 class PerfModelStudy(Study, name="perf_model", notebook="20_perf_model", seed=SEED_FILE, published=PUBLISHED,
@@ -58,15 +79,36 @@ class PerfModelStudy(Study, name="perf_model", notebook="20_perf_model", seed=SE
     def run_one(self, ctx: RunContext, row) -> list[Path]:
         p: Params = ctx.params
         if row.part in ("io_efficiency", "delayed"):
-            ioeff = p.ioeff_params() if row.part == "io_efficiency" else p.delay_params()
             io = ioeff_study()
-            res = io.load(ctx.root, where=matching(ioeff)) or io.run(ioeff, ctx.root, progress=ctx.progress)
+            if "ioeff_to_run" not in ctx.state:   # decided before the first part runs and is stored
+                ctx.state["ioeff_to_run"] = self._to_run(ctx)
+            parts = ctx.state["ioeff_to_run"]
+            ioeff = self._part_params(p, row.part)
+            res = io.load(ctx.root, where=matching(ioeff))
+            if res is None:
+                # the turns of the parts run here share one budget, so that the notebook's turns take
+                # what `rxlab report` gave it, not that once per part
+                total = parse_budget(p.budget) or p.budget_at(p.scale)
+                ioeff = replace(ioeff, budget=total / len(parts) if total else None)
+                res = io.run(ioeff, ctx.root, progress=ctx.progress)
+                _add_turns(ctx.state, row.part, getattr(res, "turns", None))
             return list(res.runs)
         s = ctx.settings
         measure = placement.measure if row.part == "placement" else device_load.measure
         df = measure(ctx.work, size=s.fio_size, runtime=s.fio_runtime, repeats=s.repeats, root=ctx.root,
                      scale=p.scale, study=ctx.id, name=ctx.run_name(row.part.replace("_", "-")))
         return [Path(r) for r in df["run"].dropna()]
+
+    @staticmethod
+    def _part_params(p: Params, part: str) -> StudyParams:
+        return p.ioeff_params() if part == "io_efficiency" else p.delay_params()
+
+    def _to_run(self, ctx: RunContext) -> list[str]:
+        """The IO-efficiency parts of the plan that the store does not hold yet (each runs in turns)."""
+        io = ioeff_study()
+        parts = [r.part for r in self.plan(ctx.params).itertuples() if r.part in ("io_efficiency", "delayed")]
+        return [part for part in parts
+                if io.load(ctx.root, where=matching(self._part_params(ctx.params, part))) is None]
 
     def frame(self, cat: pd.DataFrame) -> pd.DataFrame:
         """Every part's rows from catalog rows, `part` first (see PerfModelResult)."""
