@@ -187,13 +187,16 @@ try:
     row = s.run_step({"name": a["workload"], "label": a["workload"]})
 finally:
     s.close()
-print("RXLAB-AB " + json.dumps({"ops": row["ops"], "wall_s": row["wall_s"], "cpu_s": row.get("cpu_s")}))
+# the process's CPU over the step, every thread of it (RocksDB's flush and compaction threads, an engine's)
+print("RXLAB-AB " + json.dumps({"ops": row["ops"], "wall_s": row["wall_s"],
+                                "cpu_s": row["cpu_user_s"] + row["cpu_sys_s"]}))
 """
 
 
 def write_run(side: Side, db: Path, *, num: int, threads: int, workload: str, seed: int,
               timeout: float = 3600) -> dict:
-    """One write run of `workload` on a fresh DB at `db` in its own process; {ops, wall_s, value}."""
+    """One write run of `workload` on a fresh DB at `db` in its own process; {ops, wall_s, cpu_s, value,
+    cpu_per_op_us} (cpu_s: the process's, all its threads, over the step)."""
     shutil.rmtree(db, ignore_errors=True)
     spec = _spec(side, db, num, threads, steps=[workload], seed=seed)
     args = {"spec": spec.to_dict(), "workload": workload}
@@ -205,4 +208,5 @@ def write_run(side: Side, db: Path, *, num: int, threads: int, workload: str, se
         tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"{side.text}: {workload} failed (exit {p.returncode}): {tail}")
     r = json.loads(line.split(" ", 1)[1])
-    return {**r, "value": r["ops"] / r["wall_s"] if r["wall_s"] else 0.0}
+    return {**r, "value": r["ops"] / r["wall_s"] if r["wall_s"] else 0.0,
+            "cpu_per_op_us": 1e6 * r["cpu_s"] / r["ops"] if r["ops"] else float("nan")}

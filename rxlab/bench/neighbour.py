@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 # The spinner dies with its parent (PR_SET_PDEATHSIG, SIGKILL): a notebook killed mid-run must not
 # leave a CPU spinning under every later measurement on the machine.
@@ -28,6 +29,7 @@ class Spinner:
 
     def __init__(self, cpu: int | None):
         self.cpu, self.proc = cpu, None
+        self.cpu_s: float | None = None   # after the block: the CPU time the spinner took (None: none ran)
 
     def __enter__(self):
         if self.cpu is not None:
@@ -40,5 +42,15 @@ class Spinner:
 
     def __exit__(self, *exc):
         if self.proc is not None:
+            self.cpu_s = _cpu_s(self.proc.pid)
             self.proc.kill()
             self.proc.wait()
+
+
+def _cpu_s(pid: int) -> float | None:
+    """User and system CPU seconds of a live process (/proc/PID/stat), None when it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime, stime: fields 14, 15

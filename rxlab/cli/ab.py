@@ -12,7 +12,7 @@ from rxlab.core import store
 from rxlab.core.paths import REPO
 from rxlab.core.resolution import AA, DEFAULT_TARGET_PCT, format_comparison
 from rxlab.core.study import SCALES
-from rxlab.studies.ab import AB, comparison_table
+from rxlab.studies.ab import AB, comparison_table, cpu_column, cpu_table
 
 TITLE = "comparisons"
 
@@ -35,6 +35,9 @@ def add_parser(sub) -> None:
                    help="readrandom, readseq, multireadrandom, seekrandom (reads: processes in turns) or "
                         "fillseq, fillrandom, overwrite (writes: runs one after another)")
     p.add_argument("--threads", type=int, default=1, help="client threads of each side")
+    p.add_argument("--condition", default="quiet",
+                   help="quiet, or busy: a process spinning on one CPU beside every turn (the parity "
+                        "matrix's busy neighbour)")
     p.add_argument("--target", type=float, default=DEFAULT_TARGET_PCT, metavar="PCT",
                    help="stop when the ratio's 95%% interval is within +-PCT percent")
     p.add_argument("--budget", default="10m", metavar="TIME", help="stop when another turn would overrun it "
@@ -61,7 +64,8 @@ def _num(v: float) -> float | None:
 
 def _run(a) -> int:
     params = AB.params(a=a.a, b=a.b, workload=a.workload, threads=a.threads, target=a.target, budget=a.budget,
-                       min_turns=a.min_turns, num=a.num, scale=a.scale, db_dir=a.db_dir)
+                       min_turns=a.min_turns, num=a.num, scale=a.scale, db_dir=a.db_dir,
+                       condition=a.condition)
     root = Path(a.runs) if a.runs else store.default_root()
     t0 = time.monotonic()
     try:
@@ -79,7 +83,8 @@ def _run(a) -> int:
     decided = result.turns or {}
     if a.json:
         print(json.dumps({
-            "a": a.a, "b": a.b, "workload": a.workload, "threads": a.threads, "metric": _metric(a.workload),
+            "a": a.a, "b": a.b, "workload": a.workload, "threads": a.threads, "condition": a.condition,
+            "metric": _metric(a.workload),
             "ratio": _num(row["ratio"]), "lo": _num(row["lo"]), "hi": _num(row["hi"]),
             "half_width_pct": _num(row["half_width"]), "target_pct": a.target,
             "resolved": bool(row["resolved"]),
@@ -87,14 +92,29 @@ def _run(a) -> int:
             "turns_seconds": decided.get("seconds"), "budget_s": decided.get("budget_s"),
             "aa": {**{k: _num(aa.get(k)) for k in ("ratio", "lo", "hi", "half_width")},
                    "turns": int(aa.get("turns", 0))},
+            "cpu": _cpu(result),
             "study": result.study, "outputs": str(out)}))
         return 0
-    print(f"{a.workload}, {a.threads} thread(s), {_metric(a.workload)}:")
+    busy = ", beside a busy neighbour" if a.condition == "busy" else ""
+    print(f"{a.workload}, {a.threads} thread(s){busy}, {_metric(a.workload)}:")
     print(f"  {format_comparison(row)}")
     if aa:
         print(f"  {format_comparison(aa)}")
+    c = cpu_table(result)
+    for r in c.to_dict("records"):
+        print(f"  CPU per {'device read' if a.workload in READS else 'operation'}: {format_comparison(r)}")
     print(f"  {seconds:.0f} s in all; study ab {result.study}: figure, tables and findings in {out}")
     return 0
+
+
+def _cpu(result) -> dict:
+    """B's CPU per read or per operation over A's, with its interval, and A's A/A (JSON)."""
+    t = cpu_table(result)
+    out = {}
+    for r in t.to_dict("records"):
+        key = "aa" if r["config"] == AA else "ratio"
+        out[key] = {k: _num(r.get(k)) for k in ("ratio", "lo", "hi", "half_width")}
+    return {"metric": cpu_column(result.frame), **out} if out else {}
 
 
 def _metric(workload: str) -> str:

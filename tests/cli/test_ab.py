@@ -7,7 +7,7 @@ import pytest
 from helpers_cli import describe, run_cli
 
 from rxlab.bench.ab import parse_side
-from rxlab.core import builds
+from rxlab.core import builds, store
 from rxlab.core.study import manifest
 
 
@@ -25,20 +25,35 @@ def test_ab_reads_in_turns_and_prints_one_json_object(tmp_path):
     assert out["resolved"] == (out["half_width_pct"] <= 2.0 and out["turns"] >= 3)
     assert out["resolved"] or out["status"].startswith("unresolved: ")
     assert "rxlab ab: turn 1" in r.stderr     # the ratio printed live as it converges
+    cpu = out["cpu"]                          # CPU per device read beside, with its interval
+    assert cpu["metric"] == "cpu_per_read_us"
+    assert cpu["ratio"]["lo"] <= cpu["ratio"]["ratio"] <= cpu["ratio"]["hi"]
     m = manifest(tmp_path / "runs", out["study"])
     assert m["status"] == "complete" and len(m["runs"]) == 3 * out["turns"] and m["turns"]["target"] == 2.0
     assert (tmp_path / "out" / "ab.png").stat().st_size > 0 and (tmp_path / "out" / "ab.csv").is_file()
     assert not list((tmp_path / "db").iterdir())      # the DB is scratch
+    cat = store.catalog(tmp_path / "runs")
+    assert set(cat["spec.condition"]) == {"quiet"} and "neighbour_cpu_s" not in cat.columns
 
 
 @pytest.mark.timeout(120)
-def test_ab_writes_run_one_after_another(tmp_path):
+def test_ab_writes_run_one_after_another_beside_a_busy_neighbour(tmp_path):
     r = run_cli("ab", "posix", "opts:write_buffer_size=1048576", "--workload", "fillseq", "--scale", "smoke",
-                "--num", "5000", "--budget", "15s", "--min-turns", "2", "--json", "--runs", tmp_path / "runs",
-                "--out", tmp_path / "out", "--db-dir", tmp_path / "db", timeout=100)
+                "--num", "5000", "--budget", "15s", "--min-turns", "2", "--condition", "busy", "--json",
+                "--runs", tmp_path / "runs", "--out", tmp_path / "out", "--db-dir", tmp_path / "db",
+                timeout=100)
     assert r.returncode == 0, describe(r)
     out = json.loads(r.stdout)
     assert out["metric"].startswith("operations per second") and out["turns"] >= 1 and out["ratio"] > 0
+    assert out["condition"] == "busy"
+    # CPU per operation of the writer's whole process, B over A with its interval, beside the value
+    cpu = out["cpu"]
+    assert cpu["metric"] == "cpu_per_op_us" and cpu["ratio"]["ratio"] > 0 and cpu["aa"]["ratio"] > 0
+    # the neighbour spun through every turn: its CPU time over a turn is most of the turn's runs' wall time
+    cat = store.catalog(tmp_path / "runs")
+    assert set(cat["spec.condition"]) == {"busy"} and cat["neighbour_cpu_s"].notna().all()
+    per_turn = cat.groupby("turn").agg(neighbour=("neighbour_cpu_s", "first"), wall=("wall_s", "sum"))
+    assert (per_turn["neighbour"] > 0.5 * per_turn["wall"]).all(), per_turn
 
 
 @pytest.mark.parametrize(("args", "line"), [
@@ -47,6 +62,7 @@ def test_ab_writes_run_one_after_another(tmp_path):
     (["posix", "io_uring", "--workload", "dance"], "workload='dance': allowed are"),
     (["posix", "io_uring", "--budget", "soon"], "budget='soon'"),
     (["posix", "io_uring", "--target", "0"], "target=0"),
+    (["posix", "io_uring", "--condition", "noisy"], "condition='noisy': allowed are quiet, busy"),
     (["posix", "opts:block_size"], "expected opts:NAME=VALUE"),
     (["posix", "build:0.0.1-gcc12"], "no finished build '0.0.1-gcc12'"),
 ])

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
 from rxlab.bench import ab
+from rxlab.bench.neighbour import Spinner, busy_cpu
 from rxlab.core import builds, store, sysinfo
 from rxlab.core import params as checks
 from rxlab.core.plots import ratio_plot
@@ -26,6 +27,8 @@ from rxlab.core.turns_plan import Compare, TurnsParams, result_comparisons
 
 RUN_PREFIX = "ab-"
 _NAME_RE = re.compile(r"^ab-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-t(?P<turn>\d+)-(?P<who>a|b|aa)$")
+CONDITIONS = ("quiet", "busy")
+CPU_COLUMNS = ("cpu_per_read_us", "cpu_per_op_us")
 COMPARE = Compare(config="config", metric="value", keys=("workload",), turn="turn", label="rate")
 
 # Per scale: keys, and the slices of a read turn. smoke checks the pipeline in seconds.
@@ -40,7 +43,8 @@ SIZES = {
 class Params(TurnsParams):
     """a, b: the sides (rxlab.bench.ab.parse_side's words). workload: a read (measured in turns of
     processes) or a write (runs one after another). num: keys (None: the scale's). rounds, slice_s:
-    the slices of a read turn (None: the scale's)."""
+    the slices of a read turn (None: the scale's). condition: quiet, or busy (a process spinning on a
+    CPU beside every turn, rxlab.bench.neighbour: the parity matrix's busy neighbour)."""
 
     a: str = "posix"
     b: str = "io_uring"
@@ -50,10 +54,12 @@ class Params(TurnsParams):
     rounds: int | None = None
     slice_s: float | None = None
     db_dir: str | None = None
+    condition: str = "quiet"
 
     def __post_init__(self):
         super().__post_init__()
         checks.choice("workload", self.workload, (*ab.READS, *ab.WRITES))
+        checks.choice("condition", self.condition, CONDITIONS)
         self.threads = checks.integer("threads", self.threads, 1, 64)
         checks.optional_integer("num", self.num, 1000, 10**9)
         checks.optional_integer("rounds", self.rounds, 1, 100)
@@ -84,10 +90,25 @@ def comparison_table(result: StudyResult) -> pd.DataFrame:
     return result_comparisons(result, COMPARE)
 
 
+def cpu_column(frame: pd.DataFrame) -> str | None:
+    """The frame's CPU column: per device read (reads) or per operation (writes), None if neither."""
+    return next((c for c in CPU_COLUMNS if c in frame.columns and frame[c].notna().any()), None)
+
+
+def cpu_table(result: StudyResult) -> pd.DataFrame:
+    """B's CPU per read (reads) or per operation (writes) over A's, with its 95% interval over the same
+    turns, and A's A/A row: reported beside the value's comparison (the stopping rule follows the value,
+    so `resolved` here says only whether this interval reached the target too)."""
+    col = cpu_column(result.frame)
+    if col is None:
+        return pd.DataFrame(columns=comparison_table(result).columns)
+    return result_comparisons(result, replace(COMPARE, metric=col, label="CPU"))
+
+
 def sides_table(result: StudyResult) -> pd.DataFrame:
-    """Per side and copy: the median value per turn and, for reads, the CPU per device read."""
+    """Per side and copy: the median value per turn and its CPU per device read or per operation."""
     f = result.frame
-    cols = [c for c in ("value", "cpu_per_read_us") if c in f.columns]
+    cols = [c for c in ("value", *CPU_COLUMNS) if c in f.columns]
     return f.groupby(["config", "copy"], sort=False)[cols].median().reset_index()
 
 
@@ -97,7 +118,7 @@ def draw(t: pd.DataFrame):
 
 
 class AbStudy(Study, name="ab", notebook="", run_prefix=RUN_PREFIX, params=Params, result=AbResult,
-              tables={"comparison": comparison_table, "sides": sides_table},
+              tables={"comparison": comparison_table, "cpu": cpu_table, "sides": sides_table},
               figures={"ab": FigureSpec(comparison_table, draw)}, compare=COMPARE):
     """Two configurations compared in turns with an A/A control (`rxlab ab`)."""
 
@@ -129,18 +150,21 @@ class AbStudy(Study, name="ab", notebook="", run_prefix=RUN_PREFIX, params=Param
         sides = ctx.state["sides"]
         a, b = (sides[ab.parse_side(x).text] for x in (p.a, p.b))
         turn = int(rows["turn"].iloc[0])
-        if p.workload in ab.READS:
-            got = ab.read_session(a, b, ctx.state["dbs"], num=s["num"], threads=p.threads,
-                                  workload=p.workload, turn=turn, rounds=s["rounds"], slice_s=s["slice_s"],
-                                  warmup_s=s["warmup_s"])
-        else:
-            got = []
-            for r in rows.itertuples(index=False):
-                side = sides[r.config]
-                w = ab.write_run(side, ctx.path(f"ab-w{turn}-{r.copy}"), num=s["num"], threads=p.threads,
-                                 workload=p.workload, seed=1000 * (turn + 1) + 100 * r.copy)
-                got.append({"config": r.config, "copy": int(r.copy), **w})
-        return [self._store(ctx, turn, g, a.text) for g in got]
+        with Spinner(busy_cpu() if p.condition == "busy" else None) as neighbour:
+            if p.workload in ab.READS:
+                got = ab.read_session(a, b, ctx.state["dbs"], num=s["num"], threads=p.threads,
+                                      workload=p.workload, turn=turn, rounds=s["rounds"],
+                                      slice_s=s["slice_s"], warmup_s=s["warmup_s"])
+            else:
+                got = []
+                for r in rows.itertuples(index=False):
+                    side = sides[r.config]
+                    w = ab.write_run(side, ctx.path(f"ab-w{turn}-{r.copy}"), num=s["num"], threads=p.threads,
+                                     workload=p.workload, seed=1000 * (turn + 1) + 100 * r.copy)
+                    got.append({"config": r.config, "copy": int(r.copy), **w})
+        # the neighbour's CPU over the turn: the record that it ran (and took a CPU) beside these runs
+        extra = {"neighbour_cpu_s": neighbour.cpu_s} if neighbour.cpu_s is not None else {}
+        return [self._store(ctx, turn, {**g, **extra}, a.text) for g in got]
 
     def _store(self, ctx: RunContext, turn: int, row: dict, a: str) -> Path:
         p: Params = ctx.params
@@ -148,7 +172,8 @@ class AbStudy(Study, name="ab", notebook="", run_prefix=RUN_PREFIX, params=Param
         side = ctx.state["sides"][row["config"]]
         spec = {"name": ctx.run_name(f"t{turn}", who), "backend": side.backend, "options": side.options,
                 "build": side.build, "workload": p.workload, "threads": p.threads,
-                "num": ctx.state["sizes"]["num"], "scale": p.scale, "a": p.a, "b": p.b}
+                "num": ctx.state["sizes"]["num"], "scale": p.scale, "a": p.a, "b": p.b,
+                "condition": p.condition}
         rec = builds.active_build() / "build.json"
         fp = sysinfo.fingerprint(ctx.work, rocksdb_build=json.loads(rec.read_text()) if rec.is_file() else {})
         with store.RunWriter(ctx.root, spec, fp) as w:
@@ -180,7 +205,11 @@ class AbStudy(Study, name="ab", notebook="", run_prefix=RUN_PREFIX, params=Param
 
     def findings(self, result: StudyResult) -> str:
         t = comparison_table(result)
-        return "\n".join(f"- {r['workload']}: {format_comparison(r)}" for r in t.to_dict("records"))
+        lines = [f"- {r['workload']}: {format_comparison(r)}" for r in t.to_dict("records")]
+        cpu = cpu_table(result)
+        col = cpu_column(result.frame)
+        lines += [f"- {r['workload']}, {col}: {format_comparison(r)}" for r in cpu.to_dict("records")]
+        return "\n".join(lines)
 
 
 AB = AbStudy()
