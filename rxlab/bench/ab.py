@@ -136,7 +136,8 @@ from rxlab.bench import driver
 spec = driver.RunSpec(**a["spec"])
 driver.validate(spec)
 s = driver.Session(spec)
-s.run_step({"name": a["workload"], "label": a["workload"]})
+while True:   # until killed: readseq ends at the last key and starts over at the first
+    s.run_step({"name": a["workload"], "label": a["workload"]})
 """
 
 

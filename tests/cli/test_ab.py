@@ -37,6 +37,19 @@ def test_ab_reads_in_turns_and_prints_one_json_object(tmp_path):
 
 
 @pytest.mark.timeout(120)
+def test_ab_readseq_readers_start_over_at_the_first_key(tmp_path):
+    """A readseq reader reaches the last key of the smoke DB within its warm-up; it reads on from the
+    first key until it is stopped, as readrandom's readers do (it used to exit: 'A ended during the
+    measurement')."""
+    r = run_cli("ab", "posix", "io_uring", "--workload", "readseq", "--scale", "smoke", "--budget", "10s",
+                "--min-turns", "1", "--json", "--runs", tmp_path / "runs", "--out", tmp_path / "out",
+                "--db-dir", tmp_path / "db", timeout=100)
+    assert r.returncode == 0, describe(r)
+    out = json.loads(r.stdout)
+    assert out["turns"] >= 1 and out["ratio"] > 0 and out["aa"]["ratio"] > 0
+
+
+@pytest.mark.timeout(120)
 def test_ab_writes_run_one_after_another_beside_a_busy_neighbour(tmp_path):
     r = run_cli("ab", "posix", "opts:write_buffer_size=1048576", "--workload", "fillseq", "--scale", "smoke",
                 "--num", "5000", "--budget", "15s", "--min-turns", "2", "--condition", "busy", "--json",
