@@ -377,6 +377,38 @@ PYBIND11_MODULE(_core, m) {
     return d;
   }, py::arg("sleep_ms") = 20.0);
 
+  m.def("sampled_timer", [](int calls, double sleep_us) {
+    // SampledSyscallTimer around `calls` sleeps, each also measured by
+    // CLOCK_MONOTONIC: what the counters kept (count, ns) beside every call's
+    // own duration, so that which calls were timed, and how they were scaled,
+    // can be checked.
+    if (calls < 1 || calls > 100000 || !(sleep_us > 0 && sleep_us <= 100000))
+      throw py::value_error("sampled_timer calls=" + std::to_string(calls) +
+                            ", sleep_us=" + py::str(py::float_(sleep_us)).cast<std::string>() +
+                            ": calls must be 1 to 100000 and sleep_us above 0, at most 100000");
+    rxlab::ThreadCounters c;
+    std::vector<uint64_t> each(static_cast<size_t>(calls));
+    {
+      py::gil_scoped_release nogil;
+      for (auto& d : each) {
+        uint64_t n0 = rxlab::MonoNs();
+        {
+          rxlab::SampledSyscallTimer t(&c, rxlab::kSys_pwrite64);
+          timespec ts{0, static_cast<long>(sleep_us * 1000)};  // at most 0.1 s
+          while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+          }
+        }
+        d = rxlab::MonoNs() - n0;
+      }
+    }
+    py::dict d;
+    d["every"] = rxlab::SampledSyscallTimer::kEvery;
+    d["count"] = c.sys_count[rxlab::kSys_pwrite64].load();
+    d["ns"] = c.sys_ns[rxlab::kSys_pwrite64].load();
+    d["monotonic_ns"] = each;
+    return d;
+  }, py::arg("calls"), py::arg("sleep_us") = 200.0);
+
   m.def("counter_cost_ns", [](int iterations) {
     // What the counters add to one device read: the syscall timer (two clock
     // reads), the read/byte events and the latency histogram, with counting

@@ -32,6 +32,10 @@ def tick_clock(sleep_ms: float = 20.0) -> dict[str, Any]:
     """The counters' clock (source "tsc" or "clock_gettime", ns_per_tick) and one sleep of sleep_ms
     measured by it (counters_ns) and by CLOCK_MONOTONIC (monotonic_ns)."""
 
+def sampled_timer(calls: int, sleep_us: float = 200.0) -> dict[str, Any]:
+    """The sampled system-call timer around `calls` sleeps: every (one call in it is timed), count and
+    ns (what the counters kept), monotonic_ns (each call's own duration)."""
+
 def counter_cost_ns(iterations: int = 2000000) -> float:
     """Nanoseconds the counters add per device read."""
 

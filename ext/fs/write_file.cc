@@ -146,7 +146,7 @@ class RxWritableFile final : public FSWritableFile {
     bool aligned = !direct_ || (offset % align_ == 0 && n % align_ == 0 &&
                                 reinterpret_cast<uintptr_t>(data) % align_ == 0);
     if (!aligned) return WriteBuffered(offset, data, n);
-    if (!ts->WritesThroughEngine(direct_)) return Pwrite(ts, fd_, offset, data, n);
+    if (!ts->WritesThroughEngine(direct_)) return Pwrite(ts, fd_, offset, data, n, !direct_);
     Engine* e = ts->SyncEngine(direct_);
     if (!e) return IOStatus::IOError("rxlab " + fs_->config().engine + ": " + ts->error);
     Job j;
@@ -162,13 +162,20 @@ class RxWritableFile final : public FSWritableFile {
   // the posix engine would update, without the executor's request (perf put
   // 1% of fillseq's CPU in that machinery for each WAL append). Short writes
   // continue; EINTR and EAGAIN are retried, as the executor retries them.
-  RXLAB_HOT IOStatus Pwrite(ThreadState* ts, int fd, uint64_t offset, const char* data, size_t n) {
+  // sampled: a buffered append (the WAL's, one per write), timed one call in
+  // SampledSyscallTimer::kEvery; an O_DIRECT write is the device's time and
+  // is timed every call.
+  RXLAB_HOT IOStatus Pwrite(ThreadState* ts, int fd, uint64_t offset, const char* data, size_t n,
+                            bool sampled) {
     ThreadCounters* c = ts->counters.get();
     size_t done = 0;
     int retries = 0;
     while (done < n) {
       ssize_t w;
-      {
+      if (sampled) {
+        SampledSyscallTimer t(c, kSys_pwrite64);
+        w = pwrite(fd, data + done, n - done, static_cast<off_t>(offset + done));
+      } else {
         SyscallTimer t(c, kSys_pwrite64);
         w = pwrite(fd, data + done, n - done, static_cast<off_t>(offset + done));
       }
@@ -196,7 +203,7 @@ class RxWritableFile final : public FSWritableFile {
     Job j;
     j.Init(Op::kWrite, buffered_fd_, -1, 0, offset, n, const_cast<char*>(data));
     if (!ts->WritesThroughEngine(false)) {
-      IOStatus s = Pwrite(ts, buffered_fd_, offset, data, n);
+      IOStatus s = Pwrite(ts, buffered_fd_, offset, data, n, false);
       if (!s.ok()) return s;
     } else {
       Engine* e = ts->SyncEngine(false);

@@ -228,6 +228,21 @@ def check_round_trip_counters(backend, c_write, c_read, expected, put_bytes, *, 
         assert 0.8 * pread_ns <= lower <= pread_ns, (lower, pread_ns)
 
 
+@pytest.mark.parametrize("calls", [1, 7, 8, 9, 40])
+def test_buffered_appends_are_all_counted_and_one_in_every_timed(calls):
+    """A buffered append's pwrite is counted every call and timed one call in `every` (the first of
+    each group of `every`), a timed call standing for `every`: the counters' time is `every` times the
+    durations of calls 0, every, 2 every, ... (each measured around the timer by CLOCK_MONOTONIC,
+    so a little longer)."""
+    r = rxlab._core.sampled_timer(calls, 300.0)
+    every, each = r["every"], r["monotonic_ns"]
+    assert every > 1 and r["count"] == calls and len(each) == calls
+    expected = every * sum(each[0::every])
+    assert 0.97 * expected - 20_000 <= r["ns"] <= expected, (r["ns"], expected, each)
+    with pytest.raises(ValueError, match=r"^sampled_timer calls=0, sleep_us=300.0: calls must be 1 to"):
+        rxlab._core.sampled_timer(0, 300.0)
+
+
 def test_counters_clock_agrees_with_the_monotonic_clock():
     """The counters time system calls with the TSC where the kernel's clocksource is the TSC,
     scaled by a calibration at load: the same sleep measured by it and by CLOCK_MONOTONIC agrees
