@@ -11,7 +11,8 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
+
+from rxlab.core import sysinfo
 
 # The spinner dies with its parent (PR_SET_PDEATHSIG, SIGKILL): a notebook killed mid-run must not
 # leave a CPU spinning under every later measurement on the machine.
@@ -42,15 +43,8 @@ class Spinner:
 
     def __exit__(self, *exc):
         if self.proc is not None:
-            self.cpu_s = _cpu_s(self.proc.pid)
+            cpu = sysinfo.proc_pid_cpu(self.proc.pid)
+            self.cpu_s = cpu["user_s"] + cpu["sys_s"] if cpu else None
             self.proc.kill()
             self.proc.wait()
 
-
-def _cpu_s(pid: int) -> float | None:
-    """User and system CPU seconds of a live process (/proc/PID/stat), None when it cannot be read."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime, stime: fields 14, 15
