@@ -84,7 +84,7 @@ class PerfModelStudy(Study, name="perf_model", notebook="20_perf_model", seed=SE
                 ctx.state["ioeff_to_run"] = self._to_run(ctx)
             parts = ctx.state["ioeff_to_run"]
             ioeff = self._part_params(p, row.part)
-            res = io.load(ctx.root, where=matching(ioeff))
+            res = io.load(ctx.root, where=matching(ioeff)) if row.part not in parts else None
             if res is None:
                 # the turns of the parts run here share one budget, so that the notebook's turns take
                 # what `rxlab report` gave it, not that once per part
