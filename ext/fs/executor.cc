@@ -154,15 +154,20 @@ struct TlsStates {
 };
 thread_local TlsStates t_states;
 // The file system this thread used last and its state there: what every read
-// asks first. Plain values, so the common case is a TLS load without
-// TlsStates's first-use guard (it has a destructor).
-thread_local uint64_t t_last_id = 0;
-thread_local ThreadState* t_last = nullptr;
+// and append asks first. Plain values, so the common case is a TLS load
+// without TlsStates's first-use guard (it has a destructor); one struct, so
+// that in a dlopen'd module it is one __tls_get_addr call, not one per value.
+struct LastState {
+  uint64_t id = 0;
+  ThreadState* state = nullptr;
+};
+thread_local LastState t_last;
 
 }  // namespace
 
 RXLAB_HOT ThreadState* RxFileSystem::State() {
-  if (__builtin_expect(t_last_id == id_, 1)) return t_last;
+  LastState& last = t_last;
+  if (__builtin_expect(last.id == id_, 1)) return last.state;
   auto it = t_states.map.find(id_);
   std::shared_ptr<ThreadState> s = it == t_states.map.end() ? nullptr : it->second.lock();
   if (!s) {
@@ -187,8 +192,8 @@ RXLAB_HOT ThreadState* RxFileSystem::State() {
       i = i->second.expired() ? t_states.map.erase(i) : std::next(i);
     t_states.map[id_] = s;
   }
-  t_last_id = id_;
-  t_last = s.get();
+  last.id = id_;
+  last.state = s.get();
   return s.get();
 }
 
