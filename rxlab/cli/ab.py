@@ -10,7 +10,7 @@ from pathlib import Path
 from rxlab.bench.ab import READS
 from rxlab.core import store
 from rxlab.core.paths import REPO
-from rxlab.core.resolution import AA, DEFAULT_TARGET_PCT, format_comparison
+from rxlab.core.resolution import AA, AB_MIN_TURNS, DEFAULT_TARGET_PCT, format_comparison
 from rxlab.core.study import SCALES
 from rxlab.studies.ab import AB, comparison_table, cpu_column, cpu_table
 
@@ -42,7 +42,9 @@ def add_parser(sub) -> None:
                    help="stop when the ratio's 95%% interval is within +-PCT percent")
     p.add_argument("--budget", default="10m", metavar="TIME", help="stop when another turn would overrun it "
                                                                    "(90s, 10m, 1.5h)")
-    p.add_argument("--min-turns", type=int, default=3, help="turns before the rule may stop")
+    p.add_argument("--min-turns", type=int, default=AB_MIN_TURNS,
+                   help=f"turns before the rule may stop (default: {AB_MIN_TURNS}; with fewer, a spread "
+                        "narrow by chance stops it early)")
     p.add_argument("--num", type=int, help="keys in the DB (default: the scale's; small: 1,000,000)")
     p.add_argument("--scale", default="small", choices=SCALES,
                    help="smoke: a tiny DB and short slices (a check of the pipeline); small; full")

@@ -8,6 +8,7 @@ from helpers_cli import describe, run_cli
 
 from rxlab.bench.ab import parse_side
 from rxlab.core import builds, store
+from rxlab.core.resolution import AB_MIN_TURNS
 from rxlab.core.study import manifest
 
 
@@ -22,7 +23,7 @@ def test_ab_reads_in_turns_and_prints_one_json_object(tmp_path):
     assert out["ratio"] > 0 and out["turns"] >= 2 and out["lo"] <= out["ratio"] <= out["hi"]
     aa = out["aa"]
     assert aa["turns"] == out["turns"] and aa["lo"] <= aa["ratio"] <= aa["hi"]
-    assert out["resolved"] == (out["half_width_pct"] <= 2.0 and out["turns"] >= 3)
+    assert out["resolved"] == (out["half_width_pct"] <= 2.0 and out["turns"] >= AB_MIN_TURNS)
     assert out["resolved"] or out["status"].startswith("unresolved: ")
     assert "rxlab ab: turn 1" in r.stderr     # the ratio printed live as it converges
     cpu = out["cpu"]                          # CPU per device read beside, with its interval

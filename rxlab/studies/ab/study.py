@@ -21,7 +21,7 @@ from rxlab.bench.neighbour import Spinner, busy_cpu
 from rxlab.core import builds, store, sysinfo
 from rxlab.core import params as checks
 from rxlab.core.plots import ratio_plot
-from rxlab.core.resolution import format_comparison
+from rxlab.core.resolution import AB_MIN_TURNS, format_comparison
 from rxlab.core.study import FigureSpec, RunContext, Study, StudyResult, match_runs
 from rxlab.core.turns_plan import Compare, TurnsParams, result_comparisons
 
@@ -55,6 +55,7 @@ class Params(TurnsParams):
     slice_s: float | None = None
     db_dir: str | None = None
     condition: str = "quiet"
+    min_turns: int = AB_MIN_TURNS     # its turns take seconds: the rule may stop later (resolution.py)
 
     def __post_init__(self):
         super().__post_init__()
