@@ -507,7 +507,7 @@ class Study:
         """The latest complete study in the store, or None. Filters: its id, its scale, started
         `before` another id, and `where(frame)` for anything else."""
         root = Path(root) if root is not None else store.default_root()
-        cat = store.catalog(root)
+        cat = self._catalog_of(root, study)
         if cat.empty or "run_name" not in cat.columns:
             return None
         frame = self.frame(cat[cat["run_name"].astype(str).str.startswith(self.run_prefix)])
@@ -522,9 +522,20 @@ class Study:
             if ((study is None or sid == study) and (before is None or str(sid) < str(before))
                     and (scale is None or scales == {scale}) and (where is None or where(f))
                     and self.complete(f)):
-                return self.result_type(study=str(sid), frame=f, runs=[root / r for r in f["run_id"].unique()],
-                                        root=root, name=self.name)
+                return self.result_type(study=str(sid), frame=f, root=root, name=self.name,
+                                        runs=[root / r for r in f["run_id"].unique()])
         return None
+
+    @staticmethod
+    def _catalog_of(root: Path, study: str | None) -> pd.DataFrame:
+        """The catalog `load` looks through: a study named by id, the runs its manifest lists (a store of
+        thousands of runs took half a minute to catalog whole); else, or where one of those runs is
+        gone or incomplete, every run."""
+        m = manifest(root, study) if study else None
+        names = (m or {}).get("runs") or []
+        if names and all(store.is_complete(root / n) for n in names):
+            return store.catalog(root, runs=[root / n for n in names])
+        return store.catalog(root)
 
     # ------------------------------------------------------------------ tables and figures
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,9 +44,10 @@ class Synthetic(Study, name="synthetic", notebook="", run_prefix="syn-", params=
     def frame(self, cat):
         cat, m = match_runs(cat, _NAME)
         if cat.empty:
-            return pd.DataFrame(columns=["study", "turn", "config", "copy", "group", "value"])
-        return pd.DataFrame({"study": m["study"], "turn": m["turn"].astype(int), "config": m["config"],
-                             "copy": m["copy"].astype(int), "group": m["group"], "value": cat["value"]})
+            return pd.DataFrame(columns=["run_id", "study", "turn", "config", "copy", "group", "value"])
+        return pd.DataFrame({"run_id": cat["run_id"], "study": m["study"], "turn": m["turn"].astype(int),
+                             "config": m["config"], "copy": m["copy"].astype(int), "group": m["group"],
+                             "value": cat["value"]})
 
 
 STUDY = Synthetic()
@@ -86,6 +88,27 @@ def test_the_protocol_runs_turns_until_resolved(tmp_path):
     again = StudyResult(study=res.study, frame=STUDY.frame(store.catalog(tmp_path)), runs=res.runs,
                         root=tmp_path)
     pd.testing.assert_frame_equal(result_comparisons(again, STUDY.compare), t)
+
+
+def test_a_study_loaded_by_id_reads_only_the_runs_its_manifest_lists(tmp_path):
+    """Loading a study by id catalogs the runs its manifest names, not the whole store: an unreadable
+    run elsewhere in it is not even opened (no SkippedRunsWarning), and the frame is the one the run
+    returned. A second study of the same kind is left out; the latest is found without an id as before."""
+    p = STUDY.params(scale="smoke", target=50.0, budget="5m", max_turns=3)
+    first = STUDY.run(p, tmp_path, progress=False)
+    second = STUDY.run(STUDY.params(scale="smoke", target=50.0, budget="5m", max_turns=3, seed=1), tmp_path,
+                       progress=False)
+    (tmp_path / "20000101T000000Z-000000-broken").mkdir()          # a run directory with no run.json
+    (tmp_path / "20000101T000000Z-000000-broken" / "steps.parquet").write_bytes(b"not parquet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", store.SkippedRunsWarning)
+        got = STUDY.load(tmp_path, study=first.study)
+    assert got is not None and got.study == first.study
+    pd.testing.assert_frame_equal(got.frame, first.frame)
+    assert sorted(r.name for r in got.runs) == sorted(manifest(tmp_path, first.study)["runs"])
+    with pytest.warns(store.SkippedRunsWarning):                     # no id: the whole store, as before
+        latest = STUDY.load(tmp_path)
+    assert latest is not None and latest.study == second.study
 
 
 def test_the_budget_stops_the_turns_and_the_table_says_so(tmp_path):
