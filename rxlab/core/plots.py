@@ -160,8 +160,10 @@ def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | Non
     if not cmp.empty and not cmp["resolved"].astype(bool).all():
         handles["unresolved (hollow, dashed)"] = Line2D([], [], marker="o", ls="--", color="#555555",
                                                         mfc="white", ms=4)
-    fig.legend(list(handles.values()), list(handles), ncols=min(len(handles), 4), loc="lower center",
-               bbox_to_anchor=(0.5, 1.0), frameon=False, fontsize=6)
+    legend = fig.legend(list(handles.values()), list(handles), ncols=min(len(handles), 4), loc="lower center",
+                        bbox_to_anchor=(0.5, 1.0), frameon=False, fontsize=6)
     if title:
-        fig.suptitle(title, y=1.12, fontsize=7)
+        # above the legend, however many rows it wrapped into (more than 4 keys make two)
+        top = legend.get_window_extent(fig.canvas.get_renderer()).transformed(fig.transFigure.inverted()).y1
+        fig.suptitle(title, y=top + 0.01, va="bottom", fontsize=7)
     return fig

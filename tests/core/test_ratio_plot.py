@@ -74,3 +74,16 @@ def test_the_legend_keys_each_colour_filled_whatever_its_first_cell():
         assert h.get_markerfacecolor() == h.get_markeredgecolor() != "white", name
     assert keys["unresolved (hollow, dashed)"].get_markerfacecolor() == "white"
     plt.close(fig)
+
+
+def test_the_title_sits_above_a_legend_of_two_rows():
+    """Five keys (three contenders, the A/A band, unresolved) wrap the legend into two rows; the title
+    used to sit at one height for any legend and ran through the second row."""
+    t = _table({"a": 1.0, "b": 1.1})
+    more = [t[t["config"] != AA].assign(config=c) for c in ("posix", "libaio")]
+    fig = ratio_plot(pd.concat([t, *more]), "step", title="a title")
+    fig.canvas.draw()
+    legend, title = fig.legends[0].get_window_extent(), fig._suptitle.get_window_extent()
+    assert len(fig.legends[0].get_texts()) == 5
+    assert title.y0 >= legend.y1, (title, legend)
+    plt.close(fig)
