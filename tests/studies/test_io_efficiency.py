@@ -495,7 +495,9 @@ def test_the_study_is_in_the_registry_and_its_outputs_are_written(study, tmp_pat
 def real(tmp_path_factory):
     root = tmp_path_factory.mktemp("ioeffruns")
     db_dir = tmp_path_factory.mktemp("ioeffdb")
-    p = STUDY.params(scale="smoke", threads=[1], block_align=[True, False], duration=0.3, db_dir=str(db_dir))
+    # budget 1 s: one turn whatever the machine's speed (smoke's 5 s may hold two on a fast one)
+    p = STUDY.params(scale="smoke", threads=[1], block_align=[True, False], duration=0.3, budget="1s",
+                     db_dir=str(db_dir))
     return p, STUDY.run(p, root=root, progress=False)
 
 
@@ -504,7 +506,7 @@ def test_a_real_study_runs_stores_and_loads_again(real):
     assert STUDY.plan(p)["setting"].tolist() == ["block_align on", "block_align off"]
     assert all(store.is_complete(r) for r in res.runs)
     # before the turns: fio away (skipped where the interrupt's CPU is not known) and unaligned; then the
-    # one turn the 5 s budget holds at smoke: fio, and block_align on twice (A/A), off once
+    # the one turn the 1 s budget holds: fio, and block_align on twice (A/A), off once
     assert len(res.runs) in (5, 6)
     runs = res.frame.drop_duplicates("run_id")
     turn = runs[runs["tool"].isin(["rxlab-fio", "rocksdb"])]

@@ -2,7 +2,7 @@
 the seed's setting twice), a real tiny study of every configuration, and that each configuration really
 changed what it says (counters, tickers, URIs), not timing.
 
-The study runs once for the module at smoke size with 0.3 s runs (one turn: the smoke budget is 5 s,
+The study runs once for the module at smoke size with 0.3 s runs (one turn: a 1 s budget,
 about twenty seconds); the comparisons, tables, findings, figures (each redrawn from its saved table alone)
 and `load` are checked on it.
 """
@@ -117,7 +117,7 @@ def test_the_db_loads_once_and_each_turn_runs_fio_before_its_first_read(tmp_path
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
     root = tmp_path_factory.mktemp("tuning")
-    p = STUDY.params(scale="smoke", duration=0.3, db_dir=str(root / "work"))
+    p = STUDY.params(scale="smoke", duration=0.3, budget="1s", db_dir=str(root / "work"))   # one turn
     return STUDY.run(p, root=root / "runs", progress=False)
 
 
@@ -173,7 +173,7 @@ def test_each_configuration_changed_what_it_says(result):
 
 
 def test_every_comparison_has_its_interval_and_the_a_a_row_and_says_why_it_is_unresolved(result):
-    """At smoke the budget (5 s) holds one turn: every io.eff ratio to the seed's setting is there, none
+    """A 1 s budget holds one turn: every io.eff ratio to the seed's setting is there, none
     resolved, and the table, the figure and the findings say so."""
     c = STUDY.table("comparisons", result)
     assert {"ratio", "lo", "hi", "half_width", "resolved", "turns", "status"} <= set(c.columns)
