@@ -164,6 +164,6 @@ def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | Non
                         bbox_to_anchor=(0.5, 1.0), frameon=False, fontsize=6)
     if title:
         # above the legend, however many rows it wrapped into (more than 4 keys make two)
-        top = legend.get_window_extent(fig.canvas.get_renderer()).transformed(fig.transFigure.inverted()).y1
+        top = legend.get_window_extent().transformed(fig.transFigure.inverted()).y1   # any backend's renderer
         fig.suptitle(title, y=top + 0.01, va="bottom", fontsize=7)
     return fig

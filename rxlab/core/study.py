@@ -528,9 +528,9 @@ class Study:
 
     @staticmethod
     def _catalog_of(root: Path, study: str | None) -> pd.DataFrame:
-        """The catalog `load` looks through: a study named by id, the runs its manifest lists (a store of
-        thousands of runs took half a minute to catalog whole); else, or where one of those runs is
-        gone or incomplete, every run."""
+        """The catalog `load` looks through: for a study named by id, the runs its manifest lists (a store
+        holds thousands of runs, and reading them all is what made a load slow); else, or where one of
+        those runs is gone or incomplete, every run."""
         m = manifest(root, study) if study else None
         names = (m or {}).get("runs") or []
         if names and all(store.is_complete(root / n) for n in names):
