@@ -195,7 +195,8 @@ def test_ctrl_c_stops_the_step_within_a_second_and_keeps_the_run_as_failed(tmp_p
     p = subprocess.Popen([*rxlab_cmd(), "bench", "--benchmarks=fillseq,flush,readrandom", "--num=20000",
                           "--value_size=100", "--duration=30", f"--db={tmp_path / 'db'}",
                           f"--runs_dir={runs}", "--fs_uri=posix", "--quiet"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONFAULTHANDLER": "1"})   # SIGABRT: every thread's stack
     try:
         deadline = time.monotonic() + 60
         while len(glob.glob(str(runs / ".tmp-*" / "parts" / "*-step.parquet"))) < 2:  # fillseq, flush done
@@ -206,7 +207,16 @@ def test_ctrl_c_stops_the_step_within_a_second_and_keeps_the_run_as_failed(tmp_p
         t0 = time.monotonic()
         p.send_signal(signal.SIGINT)
         while not glob.glob(str(runs / ".failed-*" / "run.json")):
-            assert time.monotonic() - t0 < 5, "no failed run 5 s after Ctrl-C"
+            if time.monotonic() - t0 >= 5:      # a failure says what there was, and where the process hung
+                alive = p.poll() is None
+                if alive:
+                    p.send_signal(signal.SIGABRT)       # where it hangs, from faulthandler, on stderr
+                _, err = p.communicate(timeout=30)
+                state = "still running" if alive else f"exited {p.returncode}"
+                pytest.fail(f"no failed run 5 s after Ctrl-C (process {state}; runs: "
+                            f"{sorted(d.name for d in runs.iterdir())}; parts: "
+                            f"{sorted(Path(x).name for x in glob.glob(str(runs / '.tmp-*' / 'parts' / '*')))}"
+                            f"; stderr: {err.strip()[-3000:]!r})")
             time.sleep(0.005)
         stopped = time.monotonic() - t0
         out, err = p.communicate(timeout=30)
