@@ -196,7 +196,8 @@ TESTS = Path(__file__).resolve().parent
 ROCKSDB_MODULES = frozenset({
     "ext/test_crash.py", "ext/test_engines.py", "ext/test_mmap.py", "ext/test_plugin.py",
     "ext/test_strace.py",
-    "bench/test_cancel.py", "bench/test_conformance.py", "bench/test_driver.py", "bench/test_parity.py",
+    "bench/test_ab_rows.py", "bench/test_cancel.py", "bench/test_conformance.py", "bench/test_driver.py",
+    "bench/test_parity.py",
     "bench/test_references.py", "bench/test_selfcheck_backends.py", "bench/test_turns.py",
     "cli/test_ab.py", "cli/test_cli.py", "cli/test_faults.py", "cli/test_lab.py", "cli/test_runs_list.py",
     "cli/test_study_executions.py", "cli/test_worker.py",

@@ -16,7 +16,11 @@ layout, reads per query are equal, so the ratio is the QPS ratio; sides whose
 options change the files read their own DB, and the CPU per read is kept
 beside). Writes (fillseq, fillrandom, overwrite) run one after another in
 fresh processes, A, B and A again in the turn's order, each a fresh DB;
-a side's value is its operations per second.
+a side's value is its operations per second. The rows that need a DB in a
+state first (flush, compact, readwhilewriting, mixgraph) run the same way,
+each process bringing its fresh DB to that state before the measured step
+(`PREPARED`): for flush and compact the value is the step's speed (one over
+its seconds), for the other two its reads or operations per second.
 """
 from __future__ import annotations
 
@@ -27,17 +31,45 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rxlab.bench import driver, turns
 from rxlab.core import builds, sysinfo
 from rxlab.core import params as checks
 
-__all__ = ["READS", "WRITES", "Side", "parse_side", "prepare", "read_session", "write_run"]
+__all__ = ["PREPARED", "READS", "WRITES", "Prepared", "Side", "measure_words", "parse_side", "prepare",
+           "read_session", "write_run", "write_step"]
 
 READS = ("readrandom", "readseq", "multireadrandom", "seekrandom")
-WRITES = ("fillseq", "fillrandom", "overwrite")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A row whose measured step needs the DB in a state: the steps that bring a fresh DB there in the
+    same process (not measured), the spec's fields and RocksDB options it needs, and whether the step runs
+    for the run's duration."""
+
+    steps: tuple[str, ...]
+    spec: Mapping = field(default_factory=dict)
+    options: str = ""
+    timed: bool = False
+
+
+# The parity matrix's states (rxlab.bench.selfcheck.parity_rows), on rxlab's driver. A mixed row starts
+# on a settled DB: right after a fill its compactions are still merging L0 files, and a read's cost
+# depends on how many are left when it runs (docs/findings/2026-11-28-readrandom-spread.md).
+PREPARED = {
+    # every key in one memtable, then one flush: the flush's own time and CPU
+    "flush": Prepared(("fillrandom",), {"write_buffer_size": 1 << 30},
+                      "max_write_buffer_number=2;disable_auto_compactions=true"),
+    # the fill's L0 files all left for the one measured compaction
+    "compact": Prepared(("fillrandom",), options="disable_auto_compactions=true"),
+    "readwhilewriting": Prepared(("fillseq", "waitforcompaction"), timed=True),
+    # the lab report's ZippyDB command (rxlab.bench.driver.zippydb_options)
+    "mixgraph": Prepared(("fillrandom", "waitforcompaction"), timed=True),
+}
+WRITES = ("fillseq", "fillrandom", "overwrite", *PREPARED)
 CONTROL = " again"
 
 # The DB both sides read (driver.RunSpec's defaults are the seeds': 8 KiB blocks, block_align, O_DIRECT,
@@ -190,22 +222,50 @@ spec = driver.RunSpec(**a["spec"])
 driver.validate(spec)
 s = driver.Session(spec)
 try:
-    row = s.run_step({"name": a["workload"], "label": a["workload"]})
+    for name in a["prepare"]:   # the DB's state before the measured step: not measured
+        s.run_step({"name": name, "label": name})
+    row = s.run_step({**a["step"], "label": a["workload"]})
 finally:
     s.close()
 # the process's CPU over the step, every thread of it (RocksDB's flush and compaction threads, an engine's)
+# and the bytes it wrote to storage (/proc/self/io: O_DIRECT and written-back pages, not the page cache's)
 print("RXLAB-AB " + json.dumps({"ops": row["ops"], "wall_s": row["wall_s"],
-                                "cpu_s": row["cpu_user_s"] + row["cpu_sys_s"]}))
+                                "cpu_s": row["cpu_user_s"] + row["cpu_sys_s"],
+                                "write_bytes": row.get("own_write_bytes")}))
 """
 
 
+def measure_words(workload: str) -> tuple[str, str]:
+    """What a row's value and its CPU beside it are, in words (the CLI's lines, the figure's label)."""
+    if workload in READS:
+        return "device reads per second", "CPU per device read"
+    if workload in ("flush", "compact"):
+        return f"the {workload}'s speed (1 / its seconds)", f"CPU of the {workload}"
+    if workload == "readwhilewriting":
+        return "reads per second, the writer beside them", "CPU per read, the writer's included"
+    return "operations per second", "CPU per operation"
+
+
+def write_step(workload: str) -> dict:
+    """The measured step of a write row (the ZippyDB options on mixgraph)."""
+    return {"name": workload, **(driver.zippydb_options() if workload == "mixgraph" else {})}
+
+
 def write_run(side: Side, db: Path, *, num: int, threads: int, workload: str, seed: int,
-              timeout: float = 3600) -> dict:
-    """One write run of `workload` on a fresh DB at `db` in its own process; {ops, wall_s, cpu_s, value,
-    cpu_per_op_us} (cpu_s: the process's, all its threads, over the step)."""
+              duration_s: float = 5.0, timeout: float = 3600) -> dict:
+    """One run of a write row on a fresh DB at `db` in its own process (a PREPARED row brings the DB to
+    its state first); {ops, wall_s, cpu_s, write_bytes, value, cpu_per_op_us} of the measured step (cpu_s: the
+    process's, all its threads; write_bytes: what the process wrote to storage over the step, None where
+    /proc/self/io is not readable). duration_s: how long a timed row's step runs."""
     shutil.rmtree(db, ignore_errors=True)
-    spec = _spec(side, db, num, threads, steps=[workload], seed=seed)
-    args = {"spec": spec.to_dict(), "workload": workload}
+    prep = PREPARED.get(workload, Prepared(()))
+    kw = dict(prep.spec)
+    if prep.timed:
+        kw["duration"] = duration_s
+    spec = _spec(replace(side, options=";".join(o for o in (prep.options, side.options) if o)), db, num,
+                 threads, steps=[*prep.steps, workload], seed=seed, **kw)
+    args = {"spec": spec.to_dict(), "workload": workload, "prepare": list(prep.steps),
+            "step": write_step(workload)}
     p = subprocess.run([sys.executable, "-c", _WRITER, json.dumps(args, default=str)], capture_output=True,
                        text=True, timeout=timeout, env={**os.environ, **side.env}, check=False)
     shutil.rmtree(db, ignore_errors=True)

@@ -32,7 +32,7 @@ import rxlab
 from rxlab.bench import irq as irqs
 from rxlab.bench.fio import CPUS_ALLOWED_POLICIES
 from rxlab.bench.references import Sampler
-from rxlab.core import sysinfo
+from rxlab.core import published, sysinfo
 from rxlab.core.builds import active_build
 from rxlab.core.store import RunWriter
 from rxlab.core.units import size_words
@@ -75,6 +75,20 @@ STEP_FIELDS = ("num", "ops", "duration", "threads", "key_size", "value_size", "c
                "keyrange_dist_c", "keyrange_dist_d", "keyrange_num", "value_k", "value_sigma", "iter_k",
                "iter_sigma", "sine_a", "sine_b", "sine_c", "sine_d", "sine_mix_rate",
                "sine_mix_rate_interval_milliseconds", "mix_max_value_size", "mix_max_scan_len")
+
+# The lab report whose ZippyDB mixgraph command data/published/flags.csv holds.
+LAB_REPORT = "lab-report-disaggregated-rocksdb-backends.txt"
+
+
+def zippydb_options() -> dict:
+    """The mixgraph options of the lab report's ZippyDB command (data/published/flags.csv), those a
+    step takes. Its key_size 48, num, reads and 256 MiB cache are not applied: the step reads the DB
+    its run loaded (16-byte keys) for the run's duration."""
+    f = published.load("flags")
+    f = f[(f["source"] == LAB_REPORT) & (f["table"] == "5.2.2 ZippyDB mixgraph command")]
+    skip = {"key_size", "num", "reads"}
+    return {r.flag: float(r.value) if "." in str(r.value) or "e" in str(r.value).lower() else int(r.value)
+            for r in f.itertuples() if r.flag in STEP_FIELDS and r.flag not in skip}
 
 # Steps that write nothing: the only ones a read-only DB can run.
 READ_ONLY_STEPS = ("readrandom", "readseq", "readreverse", "seekrandom", "multireadrandom")
@@ -231,8 +245,8 @@ def expand(steps: Iterable) -> list[dict]:
             continue
         name = d.get("name")
         if name in JOBS:
-            for sub in JOBS[name]:
-                sub = {**sub, **{k: v for k, v in d.items() if k != "name"}}
+            for job_step in JOBS[name]:
+                sub = {**job_step, **{k: v for k, v in d.items() if k != "name"}}
                 sub.setdefault("label", name)
                 sub["job"] = name
                 out.append(sub)
@@ -251,8 +265,8 @@ def validate(spec: RunSpec) -> None:
 
         loaded = active_build().name
         if spec.build != loaded:
-            raise ValueError(f"build={spec.build!r}: this process runs RocksDB build {loaded!r}; start it with "
-                             f"RXLAB_BUILD={spec.build} (`rxlab build-module {spec.build}` first)")
+            raise ValueError(f"build={spec.build!r}: this process runs RocksDB build {loaded!r}; start it "
+                             f"with RXLAB_BUILD={spec.build} (`rxlab build-module {spec.build}` first)")
     if spec.num < 1:
         raise ValueError(f"num={spec.num}: must be at least 1")
 
@@ -272,7 +286,8 @@ def validate(spec: RunSpec) -> None:
     if spec.compression not in ("none", "snappy", "lz4", "zstd", "zlib"):
         raise ValueError(f"compression={spec.compression!r}: allowed are none, snappy, lz4, zstd, zlib")
     if spec.block_align and spec.compression != "none":
-        raise ValueError(f"block_align with compression={spec.compression}: block_align needs compression none")
+        raise ValueError(f"block_align with compression={spec.compression}: block_align needs "
+                         "compression none")
     if spec.cache_size < 0:
         raise ValueError(f"cache_size={spec.cache_size}: must be >= 0")
     if not 1 <= spec.perf_level <= 6:
@@ -295,7 +310,8 @@ def validate(spec: RunSpec) -> None:
     else:
 
         # the combination first: it is wrong on any machine, whatever the device check below says
-        if "iopoll=1" in spec.backend and not (spec.use_direct_reads and spec.use_direct_io_for_flush_and_compaction):
+        direct = spec.use_direct_reads and spec.use_direct_io_for_flush_and_compaction
+        if "iopoll=1" in spec.backend and not direct:
             raise ValueError("iopoll=1 needs O_DIRECT: set use_direct_reads and "
                              "use_direct_io_for_flush_and_compaction")
         rxlab._core.parse_uri(spec.backend)  # ValueError with the reason
@@ -317,7 +333,8 @@ def validate(spec: RunSpec) -> None:
                              f"{', '.join(READ_ONLY_STEPS)}")
     if spec.use_existing_db and not (db / "CURRENT").is_file():
         raise ValueError(f"use_existing_db: no RocksDB database at {db}")
-    if (spec.use_direct_reads or spec.use_direct_io_for_flush_and_compaction) and not sysinfo.direct_io_works(db):
+    any_direct = spec.use_direct_reads or spec.use_direct_io_for_flush_and_compaction
+    if any_direct and not sysinfo.direct_io_works(db):
         raise ValueError(f"db={db}: its file system does not support O_DIRECT; "
                          "set use_direct_reads=false and use_direct_io_for_flush_and_compaction=false")
     if not spec.use_existing_db and any(s.get("name") in FILL_STEPS for s in steps):
@@ -367,7 +384,8 @@ def step_spec(spec: RunSpec, step: Mapping, first_thread: int = 0) -> dict:
     d = {"name": step["name"], "num": spec.num, "threads": spec.threads, "key_size": spec.key_size,
          "value_size": spec.value_size, "seek_nexts": spec.seek_nexts, "batch_size": spec.batch_size,
          "async_io": spec.async_io, "multiread_batched": spec.multiread_batched,
-         "write_rate_limit": spec.write_rate_limit, "perf_level": spec.perf_level, "perf_events": spec.perf_events,
+         "write_rate_limit": spec.write_rate_limit, "perf_level": spec.perf_level,
+         "perf_events": spec.perf_events,
          "cpus_split": spec.cpus_allowed_policy == "split", "seed": spec.seed,
          "first_thread": first_thread}
     if step["name"] in READ_STEPS:

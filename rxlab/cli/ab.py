@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from rxlab.bench.ab import READS
+from rxlab.bench.ab import PREPARED, READS, WRITES, measure_words
 from rxlab.core import store
 from rxlab.core.paths import REPO
 from rxlab.core.resolution import AA, AB_MIN_TURNS, DEFAULT_TARGET_PCT, format_comparison
@@ -32,8 +32,9 @@ def add_parser(sub) -> None:
     p.add_argument("a", metavar="A", help="the base side")
     p.add_argument("b", metavar="B", help="the side compared with it")
     p.add_argument("--workload", default="readrandom",
-                   help="readrandom, readseq, multireadrandom, seekrandom (reads: processes in turns) or "
-                        "fillseq, fillrandom, overwrite (writes: runs one after another)")
+                   help=f"{', '.join(READS)} (reads: processes in turns) or {', '.join(WRITES)} (writes: "
+                        f"runs one after another, each on a fresh DB; {', '.join(PREPARED)} bring it to "
+                        "their state first, unmeasured)")
     p.add_argument("--threads", type=int, default=1, help="client threads of each side")
     p.add_argument("--condition", default="quiet",
                    help="quiet, or busy: a process spinning on one CPU beside every turn (the parity "
@@ -104,7 +105,7 @@ def _run(a) -> int:
         print(f"  {format_comparison(aa)}")
     c = cpu_table(result)
     for r in c.to_dict("records"):
-        print(f"  CPU per {'device read' if a.workload in READS else 'operation'}: {format_comparison(r)}")
+        print(f"  {measure_words(a.workload)[1]}: {format_comparison(r)}")
     print(f"  {seconds:.0f} s in all; study ab {result.study}: figure, tables and findings in {out}")
     return 0
 
@@ -120,4 +121,4 @@ def _cpu(result) -> dict:
 
 
 def _metric(workload: str) -> str:
-    return "device reads per second (B/A)" if workload in READS else "operations per second (B/A)"
+    return f"{measure_words(workload)[0]} (B/A)"

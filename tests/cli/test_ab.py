@@ -71,6 +71,19 @@ def test_ab_writes_run_one_after_another_beside_a_busy_neighbour(tmp_path):
     assert (per_turn["neighbour"] > 0.5 * per_turn["wall"]).all(), per_turn
 
 
+def test_ab_flush_row_measures_the_flush_of_each_sides_own_fill(tmp_path):
+    r = run_cli("ab", "default", "posix", "--workload", "flush", "--scale", "smoke", "--num", "20000",
+                "--budget", "15s", "--min-turns", "2", "--json", "--runs", tmp_path / "runs",
+                "--out", tmp_path / "out", "--db-dir", tmp_path / "db", timeout=100)
+    assert r.returncode == 0, describe(r)
+    out = json.loads(r.stdout)
+    assert out["metric"].startswith("the flush's speed") and out["turns"] >= 1 and out["ratio"] > 0
+    assert out["cpu"]["metric"] == "cpu_per_op_us"
+    # every run (A, B, A again, each turn) flushed a memtable holding its whole fill
+    cat = store.catalog(tmp_path / "runs")
+    assert len(cat) == 3 * out["turns"] and (cat["write_bytes"] >= 20000 * 400).all(), cat["write_bytes"]
+
+
 @pytest.mark.parametrize(("args", "line"), [
     (["posix", "nosuch"], "b='nosuch'"),
     (["posix", "posix"], "the same as A"),

@@ -14,8 +14,9 @@ params.py (Params, scale presets, device cases), study.py (plan, one run,
 the tidy frame), tables.py, figures.py (a table and a drawing per figure),
 findings.py.
 """
+from rxlab.bench.driver import zippydb_options
 from rxlab.studies.backends.result import BackendsResult
-from rxlab.studies.backends.study import BackendsStudy, parts, zippydb_options
+from rxlab.studies.backends.study import BackendsStudy, parts
 
 STUDY = BackendsStudy()
 

@@ -15,7 +15,7 @@ import re
 import pandas as pd
 
 from rxlab.bench import driver
-from rxlab.core import engines, metrics, published
+from rxlab.core import engines, metrics
 from rxlab.core.study import RunContext, Study, match_runs, tidy_frame
 from rxlab.studies.backends import figures, findings, tables
 from rxlab.studies.backends.params import (
@@ -44,17 +44,6 @@ KEYS = ["study", "rep", "copy", "case", "delay_us", "jitter_us", "backend", "bac
         "run_id"]
 
 
-def zippydb_options() -> dict:
-    """The mixgraph options of the report's ZippyDB command (data/published/flags.csv), those the
-    driver takes. Its key_size 48, num, reads and 256 MiB cache are not applied: the step reads the
-    DB that fillrandom loaded (16-byte keys) for the study's duration."""
-    f = published.load("flags")
-    f = f[(f["source"] == SEED_FILE) & (f["table"] == "5.2.2 ZippyDB mixgraph command")]
-    skip = {"key_size", "num", "reads"}
-    return {r.flag: float(r.value) if "." in str(r.value) or "e" in str(r.value).lower() else int(r.value)
-            for r in f.itertuples() if r.flag in driver.STEP_FIELDS and r.flag not in skip}
-
-
 def parts(settings: Settings) -> list[list]:
     """driver.SEQUENCES["lab_report"] split where db_bench starts a fresh DB (each fill benchmark), with
     the per-step options: fills single-threaded, the fill's compactions waited for before the first
@@ -73,7 +62,7 @@ def parts(settings: Settings) -> list[list]:
         if name == "readseq":
             step.update(duration=0, ops=settings.num)
         elif name == "mixgraph":
-            step.update(zippydb_options())
+            step.update(driver.zippydb_options())
         out[-1].append(step)
     return out
 

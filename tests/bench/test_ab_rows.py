@@ -1,0 +1,46 @@
+"""`rxlab ab`'s write rows that bring their DB to a state first (rxlab.bench.ab.PREPARED): each run
+measures only its step, on the state the row defines, in a process of its own."""
+from __future__ import annotations
+
+import pytest
+
+from rxlab.bench import ab
+
+POSIX = ab.parse_side("posix")
+VALUE = 400  # driver.RunSpec's value_size
+
+
+def _run(tmp_path, workload: str, num: int, **kw) -> dict:
+    return ab.write_run(POSIX, tmp_path / "db", num=num, threads=1, workload=workload, seed=1, **kw)
+
+
+def test_flush_writes_the_whole_fill_in_its_one_step(tmp_path):
+    """200,000 values of 400 B are 80 MB, more than the driver's 64 MiB write buffer: only the row's
+    1 GiB memtable keeps the fill in memory, so that the measured flush writes all of it."""
+    num = 200_000
+    r = _run(tmp_path, "flush", num)
+    assert r["ops"] == 1 and r["value"] == pytest.approx(1 / r["wall_s"])
+    assert r["write_bytes"] >= num * VALUE, r
+
+
+def test_compact_rewrites_the_fill(tmp_path):
+    num = 100_000
+    r = _run(tmp_path, "compact", num)
+    assert r["ops"] == 1 and r["write_bytes"] >= num * VALUE, r
+    assert r["cpu_per_op_us"] == pytest.approx(1e6 * r["cpu_s"])
+
+
+@pytest.mark.parametrize("workload", ["readwhilewriting", "mixgraph"])
+def test_mixed_rows_run_for_the_duration_on_a_loaded_db(tmp_path, workload):
+    r = _run(tmp_path, workload, 50_000, duration_s=1.0)
+    # the step ran for its duration (not for `num` operations), and read a DB that holds keys
+    assert 0.8 <= r["wall_s"] <= 5, r
+    assert r["ops"] > 1000 and r["value"] == pytest.approx(r["ops"] / r["wall_s"])
+
+
+def test_every_row_says_what_it_measures():
+    assert set(ab.PREPARED) < set(ab.WRITES)
+    words = {w: ab.measure_words(w) for w in (*ab.READS, *ab.WRITES)}
+    assert words["flush"][0].startswith("the flush's speed")
+    assert words["readrandom"][0] == "device reads per second"
+    assert all(v and c for v, c in words.values())
