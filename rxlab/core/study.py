@@ -56,9 +56,26 @@ SCALES = scales.NAMES
 MANIFESTS = ".studies"   # under the store's root: one JSON per study id
 
 
+_made_ids = {"last": ""}   # the last study id this process made
+
+
 def new_study_id() -> str:
-    """UTC time (sortable) and 4 random hex digits: 20261122T210817cf97."""
-    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + secrets.token_hex(2)
+    """UTC time (sortable) and 4 random hex digits: 20261122T210817cf97. The ids one process makes sort
+    in the order it made them, also within one second (then the digits count up from the last id's):
+    `Study.load` takes the greatest id as the latest."""
+    while True:
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        suffix = secrets.token_hex(2)
+        last = _made_ids["last"]
+        last_stamp, last_suffix = last[:-4], last[-4:]
+        if stamp != last_stamp or suffix > last_suffix:
+            break
+        if last_suffix != "ffff":
+            suffix = f"{int(last_suffix, 16) + 1:04x}"
+            break
+        time.sleep(0.05)  # this second's ids are used up: the next second's
+    _made_ids["last"] = stamp + suffix
+    return stamp + suffix
 
 
 def settings_table(rows: Iterable[tuple[str, Any]]) -> pd.DataFrame:

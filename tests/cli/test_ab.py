@@ -79,9 +79,11 @@ def test_ab_flush_row_measures_the_flush_of_each_sides_own_fill(tmp_path):
     out = json.loads(r.stdout)
     assert out["metric"].startswith("the flush's speed") and out["turns"] >= 1 and out["ratio"] > 0
     assert out["cpu"]["metric"] == "cpu_per_op_us"
-    # every run (A, B, A again, each turn) flushed a memtable holding its whole fill
+    # every run (A, B, A again, each turn) flushed a memtable holding its whole fill (fillrandom's
+    # distinct keys: about 1 - 1/e of 20,000, 400 B each)
     cat = store.catalog(tmp_path / "runs")
-    assert len(cat) == 3 * out["turns"] and (cat["write_bytes"] >= 20000 * 400).all(), cat["write_bytes"]
+    assert len(cat) == 3 * out["turns"]
+    assert (cat["write_bytes"] >= 0.6 * 20000 * 400).all(), cat["write_bytes"]
 
 
 @pytest.mark.parametrize(("args", "line"), [

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from rxlab.core import scales, store
-from rxlab.core.study import Study, StudyResult, manifest, match_runs
+from rxlab.core.study import Study, StudyResult, manifest, match_runs, new_study_id
 from rxlab.core.turns_plan import TURN_BUDGETS, Compare, TurnsParams, result_comparisons, turn_rows
 
 TRUTH = {"base": 100.0, "fast": 120.0, "noisy": 90.0}
@@ -141,3 +141,11 @@ def test_a_studys_own_preset_sets_its_budget_unless_given():
     assert Own(scale="small", budget="2m").rule().budget_s == 120.0
     assert Own(scale="smoke").rule().budget_s == TURN_BUDGETS["smoke"]
     assert TurnsParams(scale="small").rule().budget_s == TURN_BUDGETS["small"] != 123.0
+
+
+def test_study_ids_made_within_one_second_sort_in_the_order_they_were_made():
+    """`Study.load` takes the greatest id as the latest: two studies started in the same second (as in
+    the test above) must not sort by their random digits."""
+    ids = [new_study_id() for _ in range(300)]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert all(re.fullmatch(r"\d{8}T\d{6}[0-9a-f]{4}", i) for i in ids)
