@@ -14,10 +14,10 @@ prepared DB read-only, all but one stopped, in slices; a side's value in a
 turn is its device reads per second over the session (for readers of one DB
 layout, reads per query are equal, so the ratio is the QPS ratio; sides whose
 options change the files read their own DB, and the CPU per read is kept
-beside). Writes (fillseq, fillrandom, overwrite) run one after another in
-fresh processes, A, B and A again in the turn's order, each a fresh DB;
-a side's value is its operations per second. The rows that need a DB in a
-state first (flush, compact, readwhilewriting, mixgraph) run the same way,
+beside). Writes (fillseq, fillrandom) run one after another in fresh
+processes, A, B and A again in the turn's order, each a fresh DB; a side's
+value is its operations per second. The rows that need a DB in a state
+first (overwrite, flush, compact, readwhilewriting, mixgraph) run the same way,
 each process bringing its fresh DB to that state before the measured step
 (`PREPARED`): for flush and compact the value is the step's speed (one over
 its seconds), for the other two its reads or operations per second.
@@ -60,6 +60,8 @@ class Prepared:
 # on a settled DB: right after a fill its compactions are still merging L0 files, and a read's cost
 # depends on how many are left when it runs (docs/findings/2026-11-28-readrandom-spread.md).
 PREPARED = {
+    # over keys that are there: on an empty DB overwrite is fillrandom
+    "overwrite": Prepared(("fillseq", "waitforcompaction")),
     # every key in one memtable, then one flush: the flush's own time and CPU
     "flush": Prepared(("fillrandom",), {"write_buffer_size": 1 << 30},
                       "max_write_buffer_number=2;disable_auto_compactions=true"),
@@ -69,7 +71,7 @@ PREPARED = {
     # the lab report's ZippyDB command (rxlab.bench.driver.zippydb_options)
     "mixgraph": Prepared(("fillrandom", "waitforcompaction"), timed=True),
 }
-WRITES = ("fillseq", "fillrandom", "overwrite", *PREPARED)
+WRITES = ("fillseq", "fillrandom", *PREPARED)
 CONTROL = " again"
 
 # The DB both sides read (driver.RunSpec's defaults are the seeds': 8 KiB blocks, block_align, O_DIRECT,

@@ -26,6 +26,13 @@ def test_flush_writes_the_whole_fill_in_its_one_step(tmp_path):
     assert r["write_bytes"] >= DISTINCT * num * VALUE, r
 
 
+def test_overwrite_writes_over_the_keys_a_fill_left(tmp_path):
+    """The fill (untimed) then `num` overwrites: the step's operations are the overwrites alone."""
+    num = 50_000
+    r = _run(tmp_path, "overwrite", num)
+    assert r["ops"] == num and r["value"] == pytest.approx(num / r["wall_s"]), r
+
+
 def test_compact_rewrites_the_fill(tmp_path):
     num = 100_000
     r = _run(tmp_path, "compact", num)
