@@ -20,7 +20,8 @@ value is its operations per second. The rows that need a DB in a state
 first (overwrite, flush, compact, readwhilewriting, mixgraph) run the same way,
 each process bringing its fresh DB to that state before the measured step
 (`PREPARED`): for flush and compact the value is the step's speed (one over
-its seconds), for the other two its reads or operations per second.
+its seconds), for the others its operations (readwhilewriting: reads) per
+second.
 """
 from __future__ import annotations
 
@@ -238,7 +239,7 @@ print("RXLAB-AB " + json.dumps({"ops": row["ops"], "wall_s": row["wall_s"],
 
 
 def measure_words(workload: str) -> tuple[str, str]:
-    """What a row's value and its CPU beside it are, in words (the CLI's lines, the figure's label)."""
+    """What a row's value and its CPU beside it are, in words (`rxlab ab`'s lines)."""
     if workload in READS:
         return "device reads per second", "CPU per device read"
     if workload in ("flush", "compact"):
