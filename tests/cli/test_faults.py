@@ -188,6 +188,22 @@ def test_bench_never_deletes_a_directory_that_is_not_a_database(tmp_path):
 # ------------------------------------------------------------------ Ctrl-C
 
 
+def _native_stacks(pid: int) -> str:
+    """Every thread's native stack (gdb, where installed): where a C++ step waits, which faulthandler's
+    Python frames cannot show. The frames of rxlab and RocksDB only, to keep the message short."""
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        return "gdb not installed"
+    try:
+        r = subprocess.run([gdb, "-p", str(pid), "-batch", "-ex", "thread apply all bt"], capture_output=True,
+                           text=True, timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        return "gdb timed out"
+    keep = [ln for ln in r.stdout.splitlines()
+            if ln.startswith("Thread ") or re.search(r"rxlab|rocksdb|RunStep|Parallel|futex|wait", ln)]
+    return "\n".join(keep) or (r.stderr.strip()[-500:] or "gdb printed nothing")
+
+
 def test_ctrl_c_stops_the_step_within_a_second_and_keeps_the_run_as_failed(tmp_path):
     runs = tmp_path / "runs"
     earlier = small_run(runs, tmp_path / "db0", "earlier")
@@ -209,14 +225,15 @@ def test_ctrl_c_stops_the_step_within_a_second_and_keeps_the_run_as_failed(tmp_p
         while not glob.glob(str(runs / ".failed-*" / "run.json")):
             if time.monotonic() - t0 >= 5:      # a failure says what there was, and where the process hung
                 alive = p.poll() is None
+                native = _native_stacks(p.pid) if alive else ""   # the C++ threads, where gdb is installed
                 if alive:
-                    p.send_signal(signal.SIGABRT)       # where it hangs, from faulthandler, on stderr
+                    p.send_signal(signal.SIGABRT)       # the Python threads, from faulthandler, on stderr
                 _, err = p.communicate(timeout=30)
                 state = "still running" if alive else f"exited {p.returncode}"
                 pytest.fail(f"no failed run 5 s after Ctrl-C (process {state}; runs: "
                             f"{sorted(d.name for d in runs.iterdir())}; parts: "
                             f"{sorted(Path(x).name for x in glob.glob(str(runs / '.tmp-*' / 'parts' / '*')))}"
-                            f"; stderr: {err.strip()[-3000:]!r})")
+                            f"; stderr: {err.strip()[-3000:]!r}; native stacks: {native[-6000:]!r})")
             time.sleep(0.005)
         stopped = time.monotonic() - t0
         out, err = p.communicate(timeout=30)
