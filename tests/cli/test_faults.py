@@ -188,6 +188,12 @@ def test_bench_never_deletes_a_directory_that_is_not_a_database(tmp_path):
 # ------------------------------------------------------------------ Ctrl-C
 
 
+def _before_stacks(err: str) -> str:
+    """What the process said before faulthandler's dump: a KeyboardInterrupt raised inside a finalizer
+    is printed as "Exception ignored in ..." and lost, which would leave the step running."""
+    return err.split("Fatal Python error", 1)[0].strip()[-2000:]
+
+
 def _native_stacks(pid: int) -> str:
     """Every thread's native stack (gdb, where installed): where a C++ step waits, which faulthandler's
     Python frames cannot show. The frames of rxlab and RocksDB only, to keep the message short."""
@@ -233,7 +239,8 @@ def test_ctrl_c_stops_the_step_within_a_second_and_keeps_the_run_as_failed(tmp_p
                 pytest.fail(f"no failed run 5 s after Ctrl-C (process {state}; runs: "
                             f"{sorted(d.name for d in runs.iterdir())}; parts: "
                             f"{sorted(Path(x).name for x in glob.glob(str(runs / '.tmp-*' / 'parts' / '*')))}"
-                            f"; stderr: {err.strip()[-3000:]!r}; native stacks: {native[-6000:]!r})")
+                            f"; stderr before the stacks: {_before_stacks(err)!r}; the stacks: "
+                            f"{err.strip()[-3000:]!r}; native stacks: {native[-6000:]!r})")
             time.sleep(0.005)
         stopped = time.monotonic() - t0
         out, err = p.communicate(timeout=30)
