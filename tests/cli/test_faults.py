@@ -196,17 +196,26 @@ def _before_stacks(err: str) -> str:
 
 def _native_stacks(pid: int) -> str:
     """Every thread's native stack (gdb, where installed): where a C++ step waits, which faulthandler's
-    Python frames cannot show. The frames of rxlab and RocksDB only, to keep the message short."""
+    Python frames cannot show. Each frame shortened to its function and library, so that every thread
+    fits in the message."""
     gdb = shutil.which("gdb")
     if gdb is None:
         return "gdb not installed"
     try:
-        r = subprocess.run([gdb, "-p", str(pid), "-batch", "-ex", "thread apply all bt"], capture_output=True,
-                           text=True, timeout=60, check=False)
+        r = subprocess.run([gdb, "-p", str(pid), "-batch", "-ex", "thread apply all bt 12"],
+                           capture_output=True, text=True, timeout=60, check=False)
     except subprocess.TimeoutExpired:
         return "gdb timed out"
-    keep = [ln for ln in r.stdout.splitlines()
-            if ln.startswith("Thread ") or re.search(r"rxlab|rocksdb|RunStep|Parallel|futex|wait", ln)]
+    keep = []
+    for ln in r.stdout.splitlines():
+        if ln.startswith("Thread "):
+            keep.append(ln.split(" (", 1)[0] + " " + ln.rsplit(" ", 1)[-1])
+        elif ln.startswith("#"):
+            # "#3  0x... in func (args) at file:line" or "... from lib": the function and where it lives
+            m = re.match(r"#(\d+)\s+(?:0x[0-9a-f]+ in )?(\S+)", ln)
+            lib = re.search(r" from (\S+)$", ln)
+            if m:
+                keep.append(f"  #{m[1]} {m[2]}{' ' + lib[1].rsplit('/', 1)[-1] if lib else ''}")
     return "\n".join(keep) or (r.stderr.strip()[-500:] or "gdb printed nothing")
 
 
@@ -240,7 +249,7 @@ def test_ctrl_c_stops_the_step_within_a_second_and_keeps_the_run_as_failed(tmp_p
                             f"{sorted(d.name for d in runs.iterdir())}; parts: "
                             f"{sorted(Path(x).name for x in glob.glob(str(runs / '.tmp-*' / 'parts' / '*')))}"
                             f"; stderr before the stacks: {_before_stacks(err)!r}; the stacks: "
-                            f"{err.strip()[-3000:]!r}; native stacks: {native[-6000:]!r})")
+                            f"{err.strip()[-3000:]!r}; native stacks: {native[-12000:]!r})")
             time.sleep(0.005)
         stopped = time.monotonic() - t0
         out, err = p.communicate(timeout=30)
