@@ -223,11 +223,19 @@ def test_ctrl_c_stops_the_step_within_a_second_and_keeps_the_run_as_failed(tmp_p
     runs = tmp_path / "runs"
     earlier = small_run(runs, tmp_path / "db0", "earlier")
     before = digest(earlier)
-    p = subprocess.Popen([*rxlab_cmd(), "bench", "--benchmarks=fillseq,flush,readrandom", "--num=20000",
-                          "--value_size=100", "--duration=30", f"--db={tmp_path / 'db'}",
-                          f"--runs_dir={runs}", "--fs_uri=posix", "--quiet"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, "PYTHONFAULTHANDLER": "1"})   # SIGABRT: every thread's stack
+    # A test run started in the background by a shell without job control (`make test &`, `nohup ... &`)
+    # has SIGINT ignored; every child inherits that, and Python leaves an ignored SIGINT ignored, so
+    # Ctrl-C would never reach the step (it failed so in three such runs and passed in the foreground).
+    # A handler here (not SIG_IGN) makes it the default again in the child, whose exec resets handlers.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        p = subprocess.Popen([*rxlab_cmd(), "bench", "--benchmarks=fillseq,flush,readrandom", "--num=20000",
+                              "--value_size=100", "--duration=30", f"--db={tmp_path / 'db'}",
+                              f"--runs_dir={runs}", "--fs_uri=posix", "--quiet"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONFAULTHANDLER": "1"})   # SIGABRT: every thread's stack
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         deadline = time.monotonic() + 60
         while len(glob.glob(str(runs / ".tmp-*" / "parts" / "*-step.parquet"))) < 2:  # fillseq, flush done
