@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rxlab.bench.driver import LAB_REPORT
 from rxlab.core import published
-
-LAB_REPORT = "lab-report-disaggregated-rocksdb-backends.txt"
 
 # Identical for every engine and every row (stated once in the output); direct IO and sync are the
 # matrix's own dimensions, and db_bench's defaults hold for everything not named here.
