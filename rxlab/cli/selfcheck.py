@@ -159,8 +159,9 @@ def _parity(p) -> None:
                    "(default: 400000, 1,000-byte values)")
     p.add_argument("--duration", type=int, default=5, help="whole seconds of each timed row (readers, "
                    "readwhilewriting, mixgraph; db_bench's --duration; default: 5)")
-    p.add_argument("--min-turns", type=int, default=spar.resolution.MIN_TURNS,
-                   help="turns before a cell may be called resolved (default: 3)")
+    p.add_argument("--min-turns", type=int, default=spar.resolution.AB_MIN_TURNS,
+                   help="turns before a cell may be called resolved (default: %(default)s, as `rxlab ab`: "
+                   "a cell's turn takes seconds, and an earlier stop favours a spread narrow by chance)")
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of the table")
     p.add_argument("--out", help="where the runs, cells, JSON and figure go (default: "
                    "<--dir>/parity/<UTC time>)")

@@ -80,7 +80,7 @@ class Settings:
     budget_s: float = 600.0
     num: int = 400_000                   # keys written by every fill (the issue's fillseq size)
     duration: int = 5                    # seconds of each timed row's measured benchmark (db_bench's int)
-    min_turns: int = resolution.MIN_TURNS
+    min_turns: int = resolution.AB_MIN_TURNS   # as rxlab ab: its cells' turns take seconds
     busy_cpu: int | None = None          # None: rxlab.bench.neighbour.busy_cpu()
     workdir: Path | None = None          # the runs' DBs (default: <out>/db)
     cols: dict[str, str] = field(default_factory=dict)
