@@ -39,8 +39,8 @@ from rxlab.bench import driver, turns
 from rxlab.core import builds, sysinfo
 from rxlab.core import params as checks
 
-__all__ = ["PREPARED", "READS", "WRITES", "Prepared", "Side", "measure_words", "parse_side", "prepare",
-           "read_session", "write_run", "write_step"]
+__all__ = ["PREPARED", "READS", "READ_SPEC", "WRITES", "Prepared", "Side", "measure_words", "parse_side",
+           "prepare", "read_session", "read_spec", "write_run", "write_step"]
 
 READS = ("readrandom", "readseq", "multireadrandom", "seekrandom")
 
@@ -79,6 +79,10 @@ CONTROL = " again"
 # 8 MiB cache, bloom 10); max_open_files as selfcheck's readers: OpenForReadOnly of a one-level DB with
 # -1 gives a CompactedDBImpl, whose Get is not the one readrandom measures elsewhere.
 READ_OPTIONS = "max_open_files=1000"
+# The readers' own fields, the parity matrix's rows (rxlab.bench.selfcheck.parity_rows): a MultiGet of 16
+# keys, so that an engine can keep a batch in flight (with db_bench's batch_size of 1 each MultiGet reads
+# one block, and the row was readrandom through another call).
+READ_SPEC: dict[str, dict] = {"multireadrandom": {"batch_size": 16, "multiread_batched": True}}
 
 
 @dataclass(frozen=True)
@@ -176,11 +180,17 @@ while True:   # until killed: readseq ends at the last key and starts over at th
 """
 
 
+def read_spec(side: Side, db: Path, num: int, threads: int, workload: str, seed: int,
+              duration: int = 10**6) -> driver.RunSpec:
+    """What a reader of `db` runs: `workload` read-only for `duration` seconds, the row's fields."""
+    return _spec(side, db, num, threads, steps=[workload], duration=duration, readonly=True,
+                 use_existing_db=True, seed=seed, **READ_SPEC.get(workload, {}))
+
+
 def reader(name: str, side: Side, db: Path, num: int, threads: int, workload: str,
            seed: int) -> turns.Contender:
     """A process reading `db` read-only with `workload` until it is killed (turns.Contender)."""
-    spec = _spec(side, db, num, threads, steps=[workload], duration=10**6, readonly=True,
-                 use_existing_db=True, seed=seed)
+    spec = read_spec(side, db, num, threads, workload, seed)
     args = {"spec": spec.to_dict(), "workload": workload}
     return turns.Contender(name, [sys.executable, "-c", _READER, json.dumps(args, default=str)],
                            {**os.environ, **side.env} if side.env else None)
