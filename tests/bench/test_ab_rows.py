@@ -60,13 +60,14 @@ def test_a_multiget_reader_keeps_its_batch_in_flight(tmp_path):
     """The multireadrandom row is the matrix's: MultiGets of 16 keys, which an asynchronous engine
     keeps in flight together (with a batch of one it was readrandom through another call)."""
     uring = ab.parse_side("io_uring")
-    db = ab.prepare([uring], tmp_path, 20_000)[uring.text]
-    spec = ab.read_spec(uring, db, 20_000, 1, "multireadrandom", seed=1, duration=1)
+    num = 200_000   # 80 MB of values against the 8 MiB block cache: most of a batch's keys are read
+    db = ab.prepare([uring], tmp_path, num)[uring.text]
+    spec = ab.read_spec(uring, db, num, 1, "multireadrandom", seed=1, duration=1)
     assert spec.batch_size == 16 and spec.multiread_batched
     s = driver.Session(spec)
     try:
         row = s.run_step({"name": "multireadrandom", "label": "multireadrandom"})
     finally:
         s.close()
-    assert row["fs.multireads"] > 0 and row["fs.multiread_reqs"] >= 8 * row["fs.multireads"], row
+    assert row["fs.multireads"] > 0 and row["fs.multiread_reqs"] >= 4 * row["fs.multireads"], row
     assert row["fs.max_inflight"] >= 8, row
