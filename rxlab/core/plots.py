@@ -22,6 +22,7 @@ from rxlab.core.resolution import AA
 __all__ = ["ratio_plot"]
 
 AA_COLOR = "#bbbbbb"
+CROWDED_PT = 36.0       # a category narrower than this has its turns written as numbers alone
 MAX_SPAN = 4.0          # intervals are drawn within 1/4..4 (ratios beyond it widen the axis)
 TICKS = (0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2, 1.25)
 # a wide range keeps 0.9, 1.1 and 1.25: the size of the seeds' differences (0.9..1.45 would show only 1)
@@ -127,6 +128,9 @@ def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | Non
         # would sit on data), else under each category
         turns = sub.loc[sub["config"] != AA, [x, "turns"]].dropna()
         same = f"{int(turns['turns'].iloc[0])} turns" if len(turns) and turns["turns"].nunique() == 1 else ""
+        # "12-14 turns" under each of eleven categories in a half-page panel ran into its neighbours: where
+        # a category has less room than that, the numbers stand alone and the title says what they count
+        crowded = ax.get_position().width * fig.get_figwidth() * 72 / max(len(cats), 1) < CROWDED_PT
         if same:
             ax.set_title(_with_note(pv, same), fontsize=7 if pv is not None else 6)
         else:
@@ -134,9 +138,9 @@ def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | Non
                 n = turns.loc[turns[x] == cv, "turns"]
                 if len(n):
                     ax.annotate(f"{int(n.min())}" + (f"-{int(n.max())}" if n.max() != n.min() else "")
-                                + " turns", (j, 0), xycoords=("data", "axes fraction"), xytext=(0, 2),
-                                textcoords="offset points", ha="center", va="bottom", fontsize=5,
-                                color="#555555")
+                                + ("" if crowded else " turns"), (j, 0), xycoords=("data", "axes fraction"),
+                                xytext=(0, 2), textcoords="offset points", ha="center", va="bottom",
+                                fontsize=5, color="#555555")
         ax.axhline(1.0, color="#333333", lw=0.6, zorder=2)
         ax.set_yscale("log")        # ratios: an interval symmetric in log is drawn symmetric
         lo, hi = _limits(sub)
@@ -147,7 +151,9 @@ def ratio_plot(t: pd.DataFrame, x: str, *, hue: str = "config", panel: str | Non
         ax.set_xticks(range(len(cats)), [str(c) for c in cats])
         ax.set_xlim(-0.5, len(cats) - 0.5)
         _fit_tick_labels(ax, fig, len(cats))
-        if pv is not None and not same:
+        if not same and crowded and len(turns):
+            ax.set_title(_with_note(pv, "turns under each"), fontsize=7 if pv is not None else 6)
+        elif pv is not None and not same:
             ax.set_title(str(pv))
     axes[0][0].set_ylabel(ylabel or "ratio to the base (95% interval)")
     # The legend keys the colours, each drawn filled: taking the plotted markers would show a hue filled or

@@ -87,3 +87,14 @@ def test_the_title_sits_above_a_legend_of_two_rows():
     assert len(fig.legends[0].get_texts()) == 5
     assert title.y0 >= legend.y1, (title, legend)
     plt.close(fig)
+
+
+def test_turns_under_crowded_categories_are_numbers_and_the_title_says_what_they_count():
+    steps = [f"row{i}" for i in range(11)]
+    t = _table(dict.fromkeys(steps, 1.0))
+    t["turns"] = [8 + i % 3 for i in range(len(t))]
+    fig = ratio_plot(pd.concat([t, t.assign(panel="cpu")]), "step", panel="panel")
+    texts = [x.get_text() for x in fig.axes[0].texts]
+    assert len(texts) == 11 and not [x for x in texts if "turns" in x]
+    assert fig.axes[0].get_title() == "delay_us=500 (turns under each)"
+    plt.close(fig)
