@@ -79,10 +79,9 @@ CONTROL = " again"
 # 8 MiB cache, bloom 10); max_open_files as selfcheck's readers: OpenForReadOnly of a one-level DB with
 # -1 gives a CompactedDBImpl, whose Get is not the one readrandom measures elsewhere.
 READ_OPTIONS = "max_open_files=1000"
-# The readers' own fields, the parity matrix's rows (rxlab.bench.selfcheck.parity_rows): a MultiGet of 16
-# keys, so that an engine can keep a batch in flight (with db_bench's batch_size of 1 each MultiGet reads
-# one block, and the row was readrandom through another call).
-READ_SPEC: dict[str, dict] = {"multireadrandom": {"batch_size": 16, "multiread_batched": True}}
+# The readers' own fields, the parity matrix's rows (rxlab.bench.selfcheck.parity_rows): its MultiGet batch.
+READ_SPEC: dict[str, dict] = {
+    "multireadrandom": {"batch_size": driver.MULTIGET_BATCH, "multiread_batched": True}}
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,9 @@ STEP_FIELDS = ("num", "ops", "duration", "threads", "key_size", "value_size", "c
 
 # The lab report whose ZippyDB mixgraph command data/published/flags.csv holds.
 LAB_REPORT = "lab-report-disaggregated-rocksdb-backends.txt"
+# Keys per MultiGet of the parity matrix's multireadrandom row and `rxlab ab`'s: enough to keep a batch of
+# reads in flight (db_bench's default batch_size of 1 makes the row readrandom through another call).
+MULTIGET_BATCH = 16
 
 
 def zippydb_options() -> dict:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rxlab.bench.driver import LAB_REPORT
+from rxlab.bench.driver import LAB_REPORT, MULTIGET_BATCH
 from rxlab.core import published
 
 # Identical for every engine and every row (stated once in the output); direct IO and sync are the
@@ -85,7 +85,7 @@ def rows() -> dict[str, Row]:
         Row("readseq", ("readseq",), reads_loaded=True),
         Row("seekrandom", ("seekrandom",), reads_loaded=True, timed=True, flags={"seek_nexts": 10}),
         Row("multireadrandom", ("multireadrandom",), reads_loaded=True, timed=True,
-            flags={"batch_size": 16, "multiread_batched": "true"}),
+            flags={"batch_size": MULTIGET_BATCH, "multiread_batched": "true"}),
         Row("readwhilewriting", ("readwhilewriting",), prepare=("fillseq",), timed=True),
         Row("mixgraph", ("mixgraph",), prepare=("fillrandom",), timed=True, flags=zippydb_flags(),
             why="the lab report's ZippyDB command (its 48-byte keys, 256 MiB cache and key-range model)"),
