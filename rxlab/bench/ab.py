@@ -211,17 +211,12 @@ def read_session(a: Side, b: Side, dbs: Mapping[str, Path], *, num: int, threads
                        disk=disk, cpus=cpus, progress=progress)
     g = df.groupby("contender")[["cpu_s", "reads", "wall_s"]].sum()
     which = {"A": (a.text, 0), "B": (b.text, 0), "A" + CONTROL: (a.text, 1)}
-    # A process's CPU is summed over its live threads (rxlab.bench.turns.process_sched): a readseq reader
-    # starts a new thread for each pass over the DB, and the CPU of the one that ended leaves the sum,
-    # so its CPU per read is not measured (it came out negative)
-    cpu_known = workload != "readseq"
     rows = []
     for who, (config, copy) in which.items():
         r = g.loc[who]
         rate = r["reads"] / r["wall_s"] if r["wall_s"] else 0.0
         rows.append({"config": config, "copy": copy, "value": rate,
-                     "cpu_per_read_us": 1e6 * r["cpu_s"] / r["reads"] if r["reads"] and cpu_known
-                     else float("nan"),
+                     "cpu_per_read_us": 1e6 * r["cpu_s"] / r["reads"] if r["reads"] else float("nan"),
                      "reads": int(r["reads"]), "wall_s": float(r["wall_s"])})
     return rows
 

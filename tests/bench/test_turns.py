@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import subprocess
 import sys
 
 import pandas as pd
@@ -266,3 +267,32 @@ def test_turns_with_other_io_on_the_device_are_flagged():
     assert "quiet sessions only" not in turns.summarize(all_busy, "a")
     # rows saved before these counters existed count as quiet
     assert not turns.disturbed(df.drop(columns=["dev_writes", "other_read_bytes"])).any()
+
+
+# Spins on CPU in threads that end one after the other, as a readseq reader starts a thread for each pass,
+# then sleeps with only its main thread left.
+THREADS_THAT_END = """
+import threading, time
+def spin(s):
+    end = time.thread_time() + s
+    while time.thread_time() < end:
+        pass
+for _ in range(3):
+    t = threading.Thread(target=spin, args=(0.15,))
+    t.start()
+    t.join()
+print("done", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_process_keeps_the_cpu_of_its_threads_that_ended():
+    p = subprocess.Popen([sys.executable, "-c", THREADS_THAT_END], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "done"
+        cpu, _ = turns.process_sched(p.pid)
+        # three threads spun 0.15 s each and ended; a sum over the live threads would be the main's alone
+        assert cpu >= 0.45
+    finally:
+        p.kill()
+        p.wait()
