@@ -287,12 +287,11 @@ time.sleep(60)
 
 
 def test_a_process_keeps_the_cpu_of_its_threads_that_ended():
-    p = subprocess.Popen([sys.executable, "-c", THREADS_THAT_END], stdout=subprocess.PIPE, text=True)
-    try:
-        assert p.stdout.readline().strip() == "done"
-        cpu, _ = turns.process_sched(p.pid)
-        # three threads spun 0.15 s each and ended; a sum over the live threads would be the main's alone
-        assert cpu >= 0.45
-    finally:
-        p.kill()
-        p.wait()
+    with subprocess.Popen([sys.executable, "-c", THREADS_THAT_END], stdout=subprocess.PIPE, text=True) as p:
+        try:
+            assert p.stdout.readline().strip() == "done"
+            cpu, _ = turns.process_sched(p.pid)
+            # three threads spun 0.15 s each and ended; a sum over the live threads is the main's alone
+            assert cpu >= 0.45
+        finally:
+            p.kill()
