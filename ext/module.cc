@@ -458,7 +458,7 @@ PYBIND11_MODULE(_core, m) {
       RX_FIELD(value_sigma) RX_FIELD(iter_k) RX_FIELD(iter_sigma) RX_FIELD(sine_a) RX_FIELD(sine_b)
       RX_FIELD(sine_c) RX_FIELD(sine_d) RX_FIELD(sine_mix_rate)
       RX_FIELD(sine_mix_rate_interval_milliseconds) RX_FIELD(mix_max_value_size)
-      RX_FIELD(mix_max_scan_len)
+      RX_FIELD(mix_max_scan_len) RX_FIELD(progress_file)
 #undef RX_FIELD
       throw rxlab::InputError("unknown step option '" + k + "'");
     }

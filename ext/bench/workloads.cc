@@ -6,11 +6,14 @@
 #include <rocksdb/perf_context.h>
 #include <rocksdb/perf_level.h>
 #include <rocksdb/write_batch.h>
+#include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
@@ -166,9 +169,47 @@ struct ThreadOut {
   std::vector<int64_t> events;
   std::vector<int64_t> calls_by_cpu;  // see StepResult
   std::atomic<int64_t> progress{0};  // read by the 1 Hz sampler
+  int64_t* shared = nullptr;         // this worker's slot of the progress file (StepSpec::progress_file)
+  void Publish() {
+    progress.store(ops, std::memory_order_relaxed);
+    if (shared) __atomic_store_n(shared, ops, __ATOMIC_RELAXED);
+  }
   ThreadOut() {
     for (auto& h : hist) h = std::make_unique<LatencyHistogram>();
   }
+};
+
+// StepSpec::progress_file mapped shared, one int64 slot per worker, zeroed:
+// another process reads it between this one's slices. The slots are plain
+// stores of each worker's count; a reader that has stopped the process (all
+// its threads) sees every store made before the stop.
+class ProgressFile {
+ public:
+  ProgressFile(const std::string& path, int workers) {
+    if (path.empty()) return;
+    size_ = sizeof(int64_t) * static_cast<size_t>(workers);
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(size_)) != 0) {
+      int e = errno;
+      if (fd >= 0) close(fd);
+      throw InputError("progress_file '" + path + "': " + std::strerror(e));
+    }
+    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) throw InputError("progress_file '" + path + "': mmap: " + std::strerror(e));
+    slots_ = static_cast<int64_t*>(p);
+  }
+  ~ProgressFile() {
+    if (slots_) munmap(slots_, size_);
+  }
+  ProgressFile(const ProgressFile&) = delete;
+  ProgressFile& operator=(const ProgressFile&) = delete;
+  int64_t* slot(int i) const { return slots_ ? slots_ + i : nullptr; }
+
+ private:
+  int64_t* slots_ = nullptr;
+  size_t size_ = 0;
 };
 
 class Runner {
@@ -188,7 +229,11 @@ class Runner {
   void Parallel(int n, const std::function<void(int, ThreadOut&)>& fn, StepResult* res,
                 const std::function<void()>& extra = nullptr) {
     outs_.clear();
-    for (int i = 0; i < n; i++) outs_.push_back(std::make_unique<ThreadOut>());
+    ProgressFile shared(s_.progress_file, n);  // outlives the workers: they are joined below
+    for (int i = 0; i < n; i++) {
+      outs_.push_back(std::make_unique<ThreadOut>());
+      outs_.back()->shared = shared.slot(i);
+    }
     std::atomic<int> ready{0};
     std::atomic<bool> go{false};
     std::vector<std::thread> ts;
@@ -280,7 +325,7 @@ class Runner {
     o.ops += n;
     o.calls++;
     CountCpu(o.calls_by_cpu, 1);
-    o.progress.store(o.ops, std::memory_order_relaxed);
+    o.Publish();
   }
 
   std::string& Key(std::string& buf, uint64_t i) const {
@@ -414,9 +459,9 @@ class Runner {
       o.ops++;
       o.calls++;
       CountCpu(o.calls_by_cpu, 1);
-      if ((o.ops & 1023) == 0) o.progress.store(o.ops, std::memory_order_relaxed);
+      if ((o.ops & 1023) == 0) o.Publish();
     }
-    o.progress.store(o.ops, std::memory_order_relaxed);
+    o.Publish();
     Check(it->status(), "iterate");
   }
 
@@ -495,10 +540,19 @@ class Runner {
       writer_ops_++;
       bytes += s_.key_size + s_.value_size;
       if (s_.write_rate_limit > 0) {
-        // Token bucket: sleep until the bytes written fit the rate.
+        // Token bucket: sleep until the bytes written fit the rate. A writer
+        // held back (a write stall, or the process stopped between slices)
+        // keeps at most kBurst of credit, as RocksDB's rate limiter keeps no
+        // more than a refill period: otherwise it would write the whole
+        // pause's bytes at once when it runs again.
+        constexpr double kBurst = 0.1;
         double due = static_cast<double>(bytes) / static_cast<double>(s_.write_rate_limit);
         double now = static_cast<double>(MonoNs() - t0) / 1e9;
-        if (due > now) std::this_thread::sleep_for(std::chrono::duration<double>(due - now));
+        if (due > now) {
+          std::this_thread::sleep_for(std::chrono::duration<double>(due - now));
+        } else if (now - due > kBurst) {
+          t0 += static_cast<uint64_t>((now - due - kBurst) * 1e9);
+        }
       }
     }
   }

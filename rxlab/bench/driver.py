@@ -74,7 +74,8 @@ STEP_FIELDS = ("num", "ops", "duration", "threads", "key_size", "value_size", "c
                "mix_get_ratio", "mix_put_ratio", "mix_seek_ratio", "keyrange_dist_a", "keyrange_dist_b",
                "keyrange_dist_c", "keyrange_dist_d", "keyrange_num", "value_k", "value_sigma", "iter_k",
                "iter_sigma", "sine_a", "sine_b", "sine_c", "sine_d", "sine_mix_rate",
-               "sine_mix_rate_interval_milliseconds", "mix_max_value_size", "mix_max_scan_len")
+               "sine_mix_rate_interval_milliseconds", "mix_max_value_size", "mix_max_scan_len",
+               "progress_file")
 
 # The lab report whose ZippyDB mixgraph command data/published/flags.csv holds.
 LAB_REPORT = "lab-report-disaggregated-rocksdb-backends.txt"

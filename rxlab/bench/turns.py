@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
@@ -43,15 +44,30 @@ from rxlab.core.stats import median_interval
 
 @dataclass(frozen=True)
 class Contender:
-    """A command that reads for longer than the whole measurement (it is killed at the end)."""
+    """A command that reads for longer than the whole measurement (it is killed at the end).
+    `ops_path`: the file its workload keeps its operations done in (the driver's `progress_file`):
+    its slices then count operations too, and it has started when they grow, not its device reads
+    (a workload on a DB that RocksDB has cached reads no device)."""
 
     name: str
     cmd: Sequence[str]
     env: Mapping[str, str] | None = None
+    ops_path: str | None = None
+
+
+def read_ops(path: str | os.PathLike) -> int:
+    """The operations a workload has done: the sum of the int64 slots of its progress file (one per
+    worker thread); 0 before the file exists."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return 0
+    return int(np.frombuffer(data[: len(data) // 8 * 8], dtype="<i8").sum())
 
 
 def _process_clock(pid: int) -> int:
-    """The CPU-time clock of process `pid` (clock_getcpuclockid: Linux's MAKE_PROCESS_CPUCLOCK(pid, SCHED))."""
+    """The CPU-time clock of process `pid` (clock_getcpuclockid: Linux's
+    MAKE_PROCESS_CPUCLOCK(pid, SCHED))."""
     return ((~pid) << 3) | 2
 
 
@@ -154,6 +170,7 @@ class _Children:
     """The contenders' processes; whatever happens, all are killed and reaped on exit."""
 
     def __init__(self, contenders: Sequence[Contender], cpus: set[int] | None):
+        self.ops_paths = {c.name: c.ops_path for c in contenders if c.ops_path}
         self.procs: dict[str, subprocess.Popen] = {}
         self.errs: dict[str, object] = {}
         self.exited: dict[str, int] = {}
@@ -193,16 +210,20 @@ class _Children:
                      steps: int = 3) -> None:
         """Until every process reads from storage: /proc/PID/io read_bytes (which page-cache hits,
         such as a Python process's imports, do not move) grows by `min_bytes` in each of `steps`
-        consecutive steps. Start-up (an interpreter's imports, opening the DB) differs between
-        contenders and must not fall into a slice."""
+        consecutive steps; for a contender with an `ops_path`, until its operations grow in each
+        (loading its DB is not its workload). Start-up (an interpreter's imports, opening the DB)
+        differs between contenders and must not fall into a slice."""
         streak = dict.fromkeys(self.procs, 0)
         last = dict.fromkeys(self.procs, -1)
         deadline = time.monotonic() + timeout
         while any(n < steps for n in streak.values()):
             self.check_alive()
             for name, p in self.procs.items():
-                now = int((sysinfo.proc_pid_io(p.pid) or {}).get("read_bytes", 0))
-                grew = last[name] >= 0 and now - last[name] >= min_bytes
+                if name in self.ops_paths:
+                    now, least = read_ops(self.ops_paths[name]), 1
+                else:
+                    now, least = int((sysinfo.proc_pid_io(p.pid) or {}).get("read_bytes", 0)), min_bytes
+                grew = last[name] >= 0 and now - last[name] >= least
                 streak[name] = streak[name] + 1 if grew else 0 if streak[name] < steps else streak[name]
                 last[name] = now
             waiting = sorted(n for n, k in streak.items() if k < steps)
@@ -236,7 +257,9 @@ def measure(contenders: Callable[[int], Sequence[Contender]] | Sequence[Contende
             on_session: Callable[[pd.DataFrame], None] | None = None) -> pd.DataFrame:
     """One row per slice: session, contender, pid, round, position in the round, wall_s, cpu_s,
     sleeps, read_syscalls, dev_reads, dev_read_bytes, and per read: cpu_per_read_us, reads_per_s,
-    sleeps_per_read. `reads` is the device's count when `disk` is given, else read syscalls.
+    sleeps_per_read. `reads` is the device's count when `disk` is given, else read syscalls. Where
+    the contenders have an `ops_path`: also ops, ops_per_s and cpu_per_op_us (their workload's own
+    count, which is what a DB cached by RocksDB is measured by).
 
     A session starts fresh processes (`contenders(session)` when it is a callable, so each
     session can draw other keys), waits until all of them read from storage, lets them run
@@ -292,8 +315,10 @@ def _session(group, names, *, session, rounds, slice_s, warmup_s, disk, cpus, ba
         for rnd in range(rounds):
             for pos, name in enumerate(_order(names, rnd + session)):
                 pid = kids.procs[name].pid
+                ops_path = kids.ops_paths.get(name)
                 c0, s0 = process_sched(pid)
                 r0, b0 = _read_syscalls(pid), _read_bytes(pid)
+                o0 = read_ops(ops_path) if ops_path else None
                 d0 = sysinfo.diskstats(disk) if disk else None
                 t0 = time.monotonic()
                 kids.cont(name)
@@ -305,6 +330,8 @@ def _session(group, names, *, session, rounds, slice_s, warmup_s, disk, cpus, ba
                 r1, b1 = _read_syscalls(pid), _read_bytes(pid)
                 row = {"session": session, "contender": name, "pid": pid, "round": rnd, "position": pos,
                        "wall_s": t1 - t0, "cpu_s": c1 - c0, "sleeps": s1 - s0, "read_syscalls": r1 - r0}
+                if o0 is not None:
+                    row["ops"] = read_ops(ops_path) - o0
                 if placement:
                     row["buffer_offsets"] = where[name]
                 if d0 is not None:
@@ -331,6 +358,10 @@ def _derive(df: pd.DataFrame) -> pd.DataFrame:
     df["cpu_per_read_us"] = 1e6 * df["cpu_s"] / per
     df["reads_per_s"] = reads / df["wall_s"]
     df["sleeps_per_read"] = df["sleeps"] / per
+    if "ops" in df:
+        ops = df["ops"].where(df["ops"] > 0)
+        df["ops_per_s"] = df["ops"] / df["wall_s"]
+        df["cpu_per_op_us"] = 1e6 * df["cpu_s"] / ops
     return df
 
 

@@ -18,15 +18,22 @@ test_cli.py.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from rxlab.bench import driver, references
 from rxlab.bench import irq as bench_irq
+from rxlab.bench.turns import read_ops
 from rxlab.core import metrics, store
+from rxlab.core.builds import active_build
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -245,6 +252,62 @@ def test_whilewriting(open_session, name, op):
     assert row["ops"] > 100 and row["found"] == row["ops"]
     assert set(row["histograms"]) == {op} and hcount(row, op) == row["ops"]
     assert f"the writer did {row['writer_ops']} puts" in row["notes"]
+
+
+# A process running readwhilewriting for 3 s at 1 MiB/s, its readers counting in a progress file; it prints
+# the step's writer puts and wall time.
+HELD_WRITER = """
+import json, sys
+from rxlab.bench import driver
+spec = driver.RunSpec(**json.loads(sys.argv[1]))
+s = driver.Session(spec)
+s.run_step({"name": "fillseq"})
+row = s.run_step({"name": "readwhilewriting", "progress_file": sys.argv[2]})
+s.close()
+print(json.dumps({"writer_ops": row["writer_ops"], "wall_s": row["wall_s"]}))
+"""
+
+
+def test_a_writer_held_back_keeps_at_most_a_tenth_of_a_second_of_credit(tmp_path):
+    """The *whilewriting writer stopped for 1.5 s (a process measured in slices is) catches up at most
+    0.1 s of its rate when it runs again, not the whole pause's bytes at once."""
+    rate, held = 1 << 20, 1.5
+    spec = make_spec(tmp_path / "db", duration=3.0, write_rate_limit=rate, cache_size=64 << 20)
+    ops = tmp_path / "ops"
+    with subprocess.Popen([sys.executable, "-c", HELD_WRITER, json.dumps(spec.to_dict()), str(ops)],
+                          stdout=subprocess.PIPE, text=True) as p:
+        deadline = time.monotonic() + 60
+        while read_ops(ops) == 0 and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        p.send_signal(signal.SIGSTOP)
+        time.sleep(held)
+        p.send_signal(signal.SIGCONT)
+        out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0
+    got = json.loads(out.strip().splitlines()[-1])
+    written, running = got["writer_ops"] * ENTRY, got["wall_s"] - held
+    assert got["wall_s"] >= held
+    # its rate over the time it ran, plus 0.1 s of credit; without the cap it wrote rate x wall_s
+    assert 0.3 * rate * running <= written <= 1.2 * rate * (running + 0.1) + ENTRY, (written, got)
+
+
+@pytest.mark.parametrize(("name", "threads"), [("readrandom", 2), ("readseq", 1), ("readwhilewriting", 2),
+                                               ("fillrandom", 2)])
+def test_a_progress_file_holds_every_workers_operations(open_session, tmp_path, name, threads):
+    """progress_file: one int64 a worker, each its operations so far; at the step's end they sum to its ops
+    (what rxlab.bench.turns reads between the slices of a process)."""
+    s = open_session(threads=threads, duration=0.3)
+    load(s)
+    path = tmp_path / f"ops-{name}"
+    row = step(s, name, progress_file=str(path))
+    assert path.stat().st_size == 8 * threads
+    assert row["ops"] > 0 and read_ops(path) == row["ops"]
+    again = step(s, name, progress_file=str(path))      # a new step counts from 0 again
+    assert read_ops(path) == again["ops"]
+    assert read_ops(tmp_path / "none") == 0
+    with pytest.raises(Exception, match=r"progress_file '/nonexistent/ops'"):
+        step(s, name, progress_file="/nonexistent/ops")
 
 
 def test_mixgraph_mix(open_session):
@@ -533,8 +596,8 @@ def test_db_loaded_by_rxlab_is_read_by_db_bench(tmp_path):
 def test_db_loaded_by_db_bench_is_read_by_rxlab(tmp_path):
     db_bench = _db_bench()
     db = tmp_path / "db"
-    rows = references.run_db_bench(db_bench, {"benchmarks": "fillseq,flush", "db": db, "num": N, **DB_BENCH_FLAGS},
-                             timeout=120, background_s=0.05)
+    rows = references.run_db_bench(db_bench, {"benchmarks": "fillseq,flush", "db": db, "num": N,
+                                              **DB_BENCH_FLAGS}, timeout=120, background_s=0.05)
     assert [r["name"] for r in rows] == ["fillseq"] and rows[0]["ops"] == N
     s = driver.Session(_interop_spec(db, use_existing_db=True))
     try:
@@ -559,9 +622,9 @@ def test_same_seed_draws_the_keys_db_bench_draws(tmp_path):
                                  "seed": 3}, timeout=120, background_s=0.05)
 
     def db_bench_found(seed):
-        rows = references.run_db_bench(db_bench, {"benchmarks": "readrandom", "use_existing_db": True, "reads": N,
-                                            "db": tmp_path / "a", **flags, "seed": seed},
-                                 timeout=120, background_s=0.05)
+        rows = references.run_db_bench(db_bench, {"benchmarks": "readrandom", "use_existing_db": True,
+                                                  "reads": N, "db": tmp_path / "a", **flags, "seed": seed},
+                                       timeout=120, background_s=0.05)
         return rows[0]["found"]
 
     theirs = {seed: db_bench_found(seed) for seed in (7, 8)}
@@ -608,11 +671,9 @@ def test_merge_series_spreads_ops_over_the_sampled_seconds():
 
 
 def test_a_spec_names_its_build_and_runs_only_on_it(tmp_path):
-    from rxlab.core.builds import active_build
-
     spec = driver.RunSpec(db=str(tmp_path / "db"), num=100, build="9.9.9-nosuch")
-    with pytest.raises(ValueError, match=r"^build='9.9.9-nosuch': this process runs RocksDB build '.*'; start it "
-                                         r"with RXLAB_BUILD=9.9.9-nosuch"):
+    with pytest.raises(ValueError, match=r"^build='9.9.9-nosuch': this process runs RocksDB build '.*'; "
+                                         r"start it with RXLAB_BUILD=9.9.9-nosuch"):
         driver.validate(spec)
     driver.validate(driver.RunSpec(db=str(tmp_path / "db"), num=100, build=active_build().name))
 

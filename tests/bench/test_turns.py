@@ -14,8 +14,12 @@ import sys
 
 import pandas as pd
 import pytest
+from helpers_bench import small_bench_db
 
-from rxlab.bench import turns
+import rxlab
+from rxlab.bench import driver, turns
+from rxlab.bench.selfcheck import backends_in_turns as bb
+from rxlab.bench.selfcheck import driver as driver_check
 from rxlab.core import sysinfo
 
 # A reader of a file with O_DIRECT preads (so its reads reach storage and /proc/PID/io's
@@ -69,6 +73,45 @@ def test_turns_tell_a_costlier_reader_apart(data_file):
     assert (df["cpu_s"] <= df["wall_s"] * 1.02).all()
     text = turns.summarize(df, "plain", "test")
     assert "burner / plain: CPU per read" in text and "n=2 sessions" in text
+
+
+# A workload that reads no device (as one on a DB that RocksDB has cached): it counts its operations in a
+# progress file as the driver's workers do (one int64, stored as it goes), spinning `burn_us` for each.
+COUNTER = """
+import mmap, os, struct, sys, time
+path, burn = sys.argv[1], float(sys.argv[2]) * 1e-6
+time.sleep(0.3)                       # start-up, which must not fall into a slice
+fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC)
+os.ftruncate(fd, 8)
+m = mmap.mmap(fd, 8)
+n = 0
+while True:
+    t = time.perf_counter()
+    while time.perf_counter() - t < burn:
+        pass
+    n += 1
+    m[:8] = struct.pack("<q", n)
+"""
+
+
+def test_contenders_that_count_their_operations_are_measured_by_them(tmp_path):
+    """A contender with an ops_path: it has started when its count grows (it reads no device), and each
+    slice has its operations, their rate and the CPU per operation."""
+    def counter(name, burn_us):
+        ops = tmp_path / f"ops-{name}"
+        return turns.Contender(name, [sys.executable, "-c", COUNTER, str(ops), str(burn_us)],
+                               ops_path=str(ops))
+
+    df = turns.measure([counter("fast", 20), counter("slow", 200)], sessions=1, rounds=4, slice_s=0.2,
+                       warmup_s=0.1, progress=False)
+    assert len(df) == 2 * 4 and (df["ops"] > 0).all(), df
+    assert (df["ops_per_s"] == df["ops"] / df["wall_s"]).all()
+    g = df.groupby("contender")[["ops", "cpu_s", "wall_s"]].sum()
+    # ten times the spin per operation: several times fewer operations and more CPU per operation
+    assert g.loc["slow", "ops"] < 0.4 * g.loc["fast", "ops"], g
+    per = df.groupby("contender")["cpu_per_op_us"].median()
+    assert per["slow"] > 2.5 * per["fast"] and per["fast"] >= 15, per
+    assert turns.read_ops(tmp_path / "ops-none") == 0
 
 
 def test_turn_order_gives_every_contender_every_position():
@@ -132,11 +175,6 @@ def _cmdline(pid: str) -> str:
 def test_read_only_opens_share_a_db(tmp_path):
     """db_bench's --readonly in rxlab: no lock, so several processes (or handles) read one DB at
     once, beside a read-write one; writes are refused; a read-only run reads what is there."""
-    from helpers_bench import small_bench_db
-
-    import rxlab
-    from rxlab.bench import driver
-
     db, num = small_bench_db(tmp_path, num=3000)
     with rxlab.open(db, "posix", read_only=True) as a, rxlab.open(db, "default", read_only=True) as b:
         with rxlab.open(db, "posix") as writer:  # the one read-write open still gets the lock
@@ -158,11 +196,6 @@ def test_read_only_opens_share_a_db(tmp_path):
 def test_both_benchmarks_run_in_turns_on_a_small_db(tmp_path):
     """bench-backends --interleave and bench-driver --interleave end to end on a DB the size of a
     test (about 60 MB against the benchmarks' 8 MiB cache, so most reads reach the disk)."""
-    from helpers_bench import small_bench_db
-
-    from rxlab.bench.selfcheck import backends_in_turns as bb
-    from rxlab.bench.selfcheck import driver as driver_check
-
     small_bench_db(tmp_path, num=150_000)
     out = tmp_path / "rows.csv"
     df = bb.interleaved(tmp_path, sections=("readrandom", "multireadrandom"), threads=(1,),
@@ -201,8 +234,6 @@ def test_both_benchmarks_run_in_turns_on_a_small_db(tmp_path):
 def test_rxlab_fio_and_fio_run_in_turns(tmp_path):
     """bench-driver --interleave's fio part: real fio (--thread, so the job is stopped with the
     process) and rxlab fio on one file, both reading it in their own turns."""
-    from rxlab.bench.selfcheck import driver as driver_check
-
     if not shutil.which("fio"):
         pytest.skip("fio is not installed")
     with pytest.raises(ValueError, match=r"ioengine='posixaio'"):
