@@ -368,11 +368,19 @@ def test_every_run_is_a_child_on_its_build_stored_and_found_again(study):
     """At smoke the one build there is runs as the A/A pair: one turn (the 1 s budget holds no second)."""
     p, res = study
     assert len(STUDY.plan(p)) == 1 and res.turns["turns"] == 1 and res.turns["stopped"] == "budget"
-    assert len(res.runs) == 2 and all(store.is_complete(r) for r in res.runs)
-    names = sorted(store.catalog(res.root, runs=res.runs)["run_name"].unique())
-    assert [n.rsplit("-", 1)[-1] for n in names] == ["r0", "r0a"]     # the base's A/A copy: r<turn>a
+    # fillseq a whole run of each copy; readww and overwrite on both at once, in slices: a run per copy each
+    assert len(res.runs) == 2 + 2 * 2 and all(store.is_complete(r) for r in res.runs)
+    cat = store.catalog(res.root, runs=res.runs)
+    names = sorted(cat["run_name"].unique())
+    assert [n.split("-r", 1)[-1] for n in names] == ["0", "0-overwrite", "0-readww", "0a", "0a-overwrite",
+                                                      "0a-readww"]     # the base's A/A copy: r<turn>a
     f = res.frame
     assert len(f) == 2 * 3 and set(f["test"]) == {"fillseq", "readww", "overwrite"}
+    sliced = f[f["test"] != "fillseq"]
+    assert (sliced["method"] == "slices").all() and f.loc[f["test"] == "fillseq", "method"].isna().all()
+    # a sliced run's operations are its workers' count over its slices, its CPU the process's
+    assert (sliced["ops"] > 0).all() and (sliced["wall_s"] > 0).all() and (sliced["cpuPer"] > 0).all()
+    assert np.allclose(sliced["qps"], sliced["ops"] / sliced["wall_s"])
     assert set(f["build"]) == set(f["rocksdb_build"]) == {DEFAULT} and res.builds == [DEFAULT]
     assert set(f["toolchain"]) == {"gcc"} and set(f["base"]) == {DEFAULT}
     assert set(f["rep"]) == {0} and sorted(set(f["copy"])) == [0, 1]
@@ -432,7 +440,7 @@ def test_each_figure_is_redrawn_from_its_saved_table_alone(study, tmp_path):
     assert list(STUDY.figures) == ["toolchains_relative_qps", "toolchains_relative_by_version",
                                    "toolchains_qps"]
     for s in saved_figures(STUDY, res, tmp_path):
-        assert s.side["rocksdb_builds"] == [DEFAULT] and len(s.side["runs"]) == 2
+        assert s.side["rocksdb_builds"] == [DEFAULT] and len(s.side["runs"]) == 2 + 2 * 2
         assert DEFAULT in set(s.table["build"].dropna())   # the table names the builds it compares
         assert s.again.axes and all(ax.has_data() for ax in s.again.axes)
     t = pd.read_csv(tmp_path / "toolchains_relative_qps.csv")

@@ -32,9 +32,9 @@ from rxlab.studies.toolchains.params import MATRIX_VERSIONS
 ENTRY = "rxlab.studies.toolchains.study"   # python -m ENTRY child ...
 
 
-def run_child(key: str, spec: dict, root: str | os.PathLike | None = None, *, meta: dict | None = None,
-              timeout: float | None = None) -> Path:
-    """Run `spec` in a child process on build `key`; returns the stored run's directory."""
+def build_env(key: str) -> dict:
+    """The environment of a child process on build `key`: RXLAB_BUILD set (its module compiled first if
+    it is not current), or unset for the installed module's build."""
     rec = builds.get_build(key)
     env = dict(os.environ)
     if Path(rec["path"]) == builds.installed_build():
@@ -42,6 +42,20 @@ def run_child(key: str, spec: dict, root: str | os.PathLike | None = None, *, me
     else:
         builds.ensure_module(key)
         env[builds.BUILD_ENV] = key
+    return env
+
+
+def module_mismatch(key: str) -> str | None:
+    """In a child: None when the module this process loaded is compiled against build `key`, else why not."""
+    want = Path(builds.get_build(key)["path"]).resolve()
+    got = Path(rxlab._core.rocksdb_build).resolve()
+    return None if got == want else f"the module loaded is compiled against {got}, not build {key} ({want})"
+
+
+def run_child(key: str, spec: dict, root: str | os.PathLike | None = None, *, meta: dict | None = None,
+              timeout: float | None = None) -> Path:
+    """Run `spec` in a child process on build `key`; returns the stored run's directory."""
+    env = build_env(key)
     if root is not None:
         env["RXLAB_RUNS"] = str(root)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -59,11 +73,9 @@ def run_child(key: str, spec: dict, root: str | os.PathLike | None = None, *, me
 
 def child(key: str, spec_file: str) -> int:
     """In the child: check that the module is the build's, then run and store the spec."""
-    want = Path(builds.get_build(key)["path"]).resolve()
-    got = Path(rxlab._core.rocksdb_build).resolve()
-    if got != want:
-        print(f"rxlab: the module loaded is compiled against {got}, not build {key} ({want})",
-              file=sys.stderr)
+    wrong = module_mismatch(key)
+    if wrong:
+        print(f"rxlab: {wrong}", file=sys.stderr)
         return 2
     spec = json.loads(Path(spec_file).read_text())
     meta = spec.pop("meta", None)

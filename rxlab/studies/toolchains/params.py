@@ -43,6 +43,12 @@ SCALES = scales.presets(
     full={"num": 4_000_000, "duration": 60.0, "repeats": 5},                     # ~1.7 GB cached
 )
 
+# The slices of a test measured on every build at once (rxlab.studies.toolchains.slices), by scale: rounds
+# of every build, seconds a slice, and seconds every process runs the test before the first slice.
+SLICES = {"smoke": {"rounds": 1, "slice_s": 0.1, "warmup_s": 0.2},
+          "small": {"rounds": 4, "slice_s": 0.5, "warmup_s": 1.0},
+          "full": {"rounds": 8, "slice_s": 1.0, "warmup_s": 5.0}}
+
 
 @dataclass(frozen=True)
 class Settings(StudySettings):
@@ -56,13 +62,18 @@ class Settings(StudySettings):
     tests: tuple
     work_dir: str
     turns: str = ""     # the stopping rule, in words
+    rounds: int = 4     # of a test measured in slices: rounds of every build, seconds a slice, seconds before
+    slice_s: float = 0.5
+    warmup_s: float = 1.0
 
     def own_rows(self) -> list[tuple[str, object]]:
         return [("key / value bytes", f"{KEY_SIZE} / {self.value_size}"),
                 ("reader threads", self.threads),
                 ("writer rate limit (*ww)", f"{self.write_rate_limit / MIB:g} MiB/s"),
                 ("builds", ", ".join(self.builds)), ("base build (twice a turn: A/A)", self.base),
-                ("tests", ", ".join(self.tests)), ("turns", self.turns)]
+                ("tests", ", ".join(self.tests)), ("turns", self.turns),
+                ("timed tests, per turn", f"every build at once, {self.rounds} rounds of {self.slice_s:g} s "
+                 f"slices after {self.warmup_s:g} s")]
 
 
 def installed_key() -> str:
@@ -206,4 +217,5 @@ class Params(TurnsParams):
                         duration=float(sc.duration), repeats=int(sc.repeats),
                         threads=self.threads, write_rate_limit=int(self.write_rate_limit),
                         builds=tuple(self.builds), base=self.base, tests=tuple(self.tests),
-                        work_dir=self.db_dir or tempfile.gettempdir(), turns=self.rule().describe())
+                        work_dir=self.db_dir or tempfile.gettempdir(), turns=self.rule().describe(),
+                        **SLICES[self.scale])

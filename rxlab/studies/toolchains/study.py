@@ -6,14 +6,17 @@ db_bench's fillseq, readwhilewriting, fwdrangewhilewriting,
 revrangewhilewriting and overwrite with the database cached by RocksDB and a
 rate-limited writer beside the *whilewriting readers, and reports the
 relative QPS (QPS of a build / QPS of a base build). Here: the builds of
-rxlab.core.builds (`rxlab build-rocksdb`), each run a fresh DB in a child
-process of its own on that build (child.py: a process can load only one
-RocksDB), every run stored with the build it ran on. QPS comes from
-rxlab.core.metrics.seed_columns. The protocol runs the builds in turns
+rxlab.core.builds (`rxlab build-rocksdb`), each in processes of its own
+(child.py: a process can load only one RocksDB), every measurement stored
+with the build it ran on. The protocol runs the builds in turns
 (params.COMPARE, rxlab.core.turns_plan): each turn runs every build once and
 the base build twice (the A/A pair, run names r<turn>a for the second), in
 orders that rotate from turn to turn, until every build's QPS ratio to the
-base is resolved to the target or the budget is spent.
+base is resolved to the target or the budget is spent. In a turn, fillseq is
+a whole run of each build, one after another, its QPS from
+rxlab.core.metrics.seed_columns; each timed test (the *whilewriting readers,
+overwrite) runs on every build at once, in slices (slices.py), and is stored
+as a run per build named r<turn>[a]-<test>.
 
 This module is also the child's entry point:
 `python -m rxlab.studies.toolchains.study child KEY SPEC` (see child.py).
@@ -27,9 +30,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from rxlab.core import builds, metrics
+from rxlab.bench import driver
+from rxlab.core import builds, metrics, store, sysinfo
 from rxlab.core.study import RunContext, Study, match_runs, tidy_frame
-from rxlab.studies.toolchains import child, figures, findings, tables
+from rxlab.studies.toolchains import child, figures, findings, slices, tables
 from rxlab.studies.toolchains.params import (
     COMPARE,
     KEY_SIZE,
@@ -44,18 +48,21 @@ from rxlab.studies.toolchains.result import ToolchainsResult
 
 RUN_PREFIX = "toolchains-"
 _NAME_RE = re.compile(r"^toolchains-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-(?P<build>.+)"
-                      r"-r(?P<rep>\d+)(?P<copy>a?)$")
+                      r"-r(?P<rep>\d+)(?P<copy>a?)(?:-(?P<sliced>[a-z]+))?$")
 KEYS = ["study", "rep", "copy", "build", "toolchain", "version", "base", "test", "run_id"]
 
 
-def spec_for(s: Settings, db: str, name: str, seed: int, build: str | None = None) -> dict:
-    """The driver spec of one child: the post's steps, the DB cached by RocksDB."""
+def spec_for(s: Settings, db: str, name: str, seed: int, build: str | None = None,
+             tests: tuple | list | None = None) -> dict:
+    """The driver spec of one child: the post's steps (`tests`, default the settings'), the DB cached by
+    RocksDB."""
+    tests = s.tests if tests is None else tests
     steps: list = []
-    for t in s.tests:
+    for i, t in enumerate(tests):
         if t == "fillseq":
             steps.append("fillseq")
-            # warm the block cache: the post's DB is cached by RocksDB
-            steps.append({"name": "readseq", "label": "warmup", "ops": s.num})
+            if i + 1 < len(tests):
+                steps.append(_warmup(s))
         elif t == "overwrite":
             steps.append({"name": "overwrite", "duration": s.duration})
         else:
@@ -66,6 +73,19 @@ def spec_for(s: Settings, db: str, name: str, seed: int, build: str | None = Non
             "value_size": s.value_size, "threads": s.threads, "duration": s.duration,
             "cache_size": s.cache_size, "write_rate_limit": s.write_rate_limit, "use_direct_reads": True,
             "use_direct_io_for_flush_and_compaction": True, "seed": seed, "scale": s.scale, "build": build}
+
+
+def _warmup(s: Settings) -> dict:
+    """The readseq that warms the block cache for the tests after fillseq (the post's DB is cached by
+    RocksDB)."""
+    return {"name": "readseq", "label": "warmup", "ops": s.num}
+
+
+def prepare_spec(s: Settings, db: str, name: str, seed: int, build: str) -> dict:
+    """What a process runs before a timed test measured in slices: the state a whole run has after fillseq."""
+    sp = spec_for(s, db, name, seed, build, tests=("fillseq",))
+    sp["steps"].append(_warmup(s))
+    return sp
 
 
 def _module_state(key: str) -> str:
@@ -100,16 +120,55 @@ class ToolchainsStudy(Study, name="toolchains", notebook="70_toolchains", seed=S
     def describe(self, row) -> str:
         return f"{row.build}{' (A/A)' if row.copy else ''}"
 
+    def run_turn(self, ctx: RunContext, rows: pd.DataFrame) -> list[Path]:
+        """One turn (`rows`: every build, the base twice, in the turn's order): the whole runs of the tests
+        that are not timed, one build after another, then each timed test on every build at once, in
+        slices."""
+        s: Settings = ctx.settings
+        whole = [t for t in s.tests if t not in slices.SLICED]
+        runs = [self.run_one(ctx, row) for row in rows.itertuples(index=False)] if whole else []
+        turn = int(rows["rep"].iloc[0])
+        meta = {r.build: {"toolchain": r.toolchain, "version": r.version} for r in rows.itertuples()}
+        for test in slices.sliced(s.tests):
+            def spec_of(r, db, test=test):
+                return prepare_spec(s, str(db), ctx.run_name(r.build, f"r{turn}-{test}"),
+                                    seed=1000 * turn + 10 * r.copy, build=r.build)
+            got = slices.session(rows, test, spec_of, ctx.path(f"slices-r{turn}-{test}"), rounds=s.rounds,
+                                 slice_s=s.slice_s, warmup_s=s.warmup_s)
+            runs += [self._store(ctx, turn, test, g, meta[g["build"]]) for g in got]
+        return runs
+
     def run_one(self, ctx: RunContext, row) -> Path:
+        """A whole run of the tests that are not measured in slices (fillseq), on one build."""
         s: Settings = ctx.settings
         turn = f"r{row.rep}{'a' if row.copy else ''}"    # the base's A/A second run: r<turn>a
         db = ctx.path(f"db-{row.build}-{turn}")
         name = ctx.run_name(row.build, turn)
-        spec = spec_for(s, str(db), name, seed=1000 * row.rep, build=row.build)
+        spec = spec_for(s, str(db), name, seed=1000 * row.rep, build=row.build,
+                        tests=[t for t in s.tests if t not in slices.SLICED])
         run = child.run_child(row.build, spec, ctx.root,
                               meta={"toolchain": row.toolchain, "version": row.version, "base": s.base})
         shutil.rmtree(db, ignore_errors=True)   # each run loads a DB of its own: free the disk for the next
         return run
+
+    def _store(self, ctx: RunContext, turn: int, test: str, got: dict, meta: dict) -> Path:
+        """One build's share of a sliced test as a run: its operations over its slices' wall time, and the
+        process's CPU over them (every thread: the writer's and RocksDB's background threads')."""
+        s: Settings = ctx.settings
+        key = got["build"]
+        step = driver.expand([STEP_OF[test]])[0]
+        name = ctx.run_name(key, f"r{turn}{'a' if got['copy'] else ''}-{test}")
+        spec = {"name": name, "backend": "default", "build": key, **meta, "base": s.base, "test": test,
+                "method": "slices", "rounds": s.rounds, "slice_s": s.slice_s, "warmup_s": s.warmup_s,
+                "num": s.num, "value_size": s.value_size, "threads": s.threads,
+                "write_rate_limit": s.write_rate_limit, "scale": s.scale}
+        fp = sysinfo.fingerprint(ctx.work, rocksdb_build=builds.get_build(key))
+        ops, wall, cpu = got["ops"], got["wall_s"], got["cpu_s"]
+        with store.RunWriter(ctx.root, spec, fp) as w:
+            w.add_step({"name": STEP_OF[test], "benchmark": step["name"], "job": step.get("job"),
+                        "threads": s.threads, "ops": ops, "wall_s": wall, "cpu_s": cpu,
+                        "cpu_per_op_us": 1e6 * cpu / ops if ops else None, "method": "slices"})
+        return w.path
 
     def frame(self, cat: pd.DataFrame) -> pd.DataFrame:
         """One row per run and test (the warm-up left out): the study's keys, the step's raw columns,
@@ -124,8 +183,11 @@ class ToolchainsStudy(Study, name="toolchains", notebook="70_toolchains", seed=S
                              "copy": (m["copy"] == "a").astype(int), "build": cat["rocksdb_build"],
                              "toolchain": spec("toolchain"), "version": spec("version"), "base": spec("base"),
                              "test": cat["name"].map(TEST_OF), "run_id": cat["run_id"]}, index=cat.index)
-        return tidy_frame(keys, cat, metrics.seed_columns(cat).drop(columns="test"),
-                          sort=["study", "rep", "run_id", "step_index"])
+        out = tidy_frame(keys, cat, metrics.seed_columns(cat).drop(columns="test"),
+                         sort=["study", "rep", "run_id", "step_index"])
+        if "cpu_per_op_us" in out.columns:   # a sliced test's CPU is the process's, not user and system apart
+            out["cpuPer"] = out["cpuPer"].fillna(out["cpu_per_op_us"])
+        return out
 
     def complete(self, frame: pd.DataFrame) -> bool:
         """Every run (a build in a turn, the base twice) ran the same tests, the base build among them (a
