@@ -45,7 +45,9 @@ def test_parameters_given_replace_the_scales_and_none_keeps_it():
 # studies moved to turns (2026-11-27) and each turn had to fit three times in the study's old time:
 # compaction_readahead's small overwrite step 20 -> 8 s, tracing_overhead's small keys 100k -> 50k,
 # async_io's small step 1.5 -> 0.6 s (repeats: the common 3, unused in turns); and on 2026-11-28, when
-# the toolchain matrix's 6 builds were first measured, toolchains' small keys 500k -> 250k and seconds 8 -> 4.
+# the toolchain matrix's 6 builds were first measured, toolchains' small keys 500k -> 250k and seconds 8 -> 4;
+# on 2026-12-07, when its timed tests moved to slices (every build at once), its small seconds 4 -> 2 (each
+# build's seconds of a timed test in a turn: 4 slices of 0.5 s).
 BEFORE = {
     "rxlab.studies.async_io.params": {"smoke": (20_000, 0.1, 1, 1 * MIB),
                                       "small": (1_000_000, 0.6, 3, 8 * MIB),
@@ -58,7 +60,7 @@ BEFORE = {
     "rxlab.studies.io_efficiency_tuning.params": {"smoke": (30_000, 0.5, 1, 1 * MIB),
                                                   "small": (2_000_000, 5.0, 3, 8 * MIB),
                                                   "full": (8_000_000, 20.0, 5, 8 * MIB)},
-    "rxlab.studies.toolchains.params": {"smoke": (10_000, 0.3, 2), "small": (250_000, 4.0, 3),
+    "rxlab.studies.toolchains.params": {"smoke": (10_000, 0.3, 2), "small": (250_000, 2.0, 3),
                                         "full": (4_000_000, 60.0, 5)},
     # tracing runs a count of operations: its preset's seconds are unused (...)
     "rxlab.studies.tracing_overhead.params": {"smoke": (2_000, ..., 1, 1 * MIB),

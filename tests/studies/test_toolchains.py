@@ -33,7 +33,7 @@ from rxlab.core.turns_plan import turn_rows
 from rxlab.studies.toolchains import STUDY, child, figures, findings, tables
 from rxlab.studies.toolchains.params import TESTS, Params
 from rxlab.studies.toolchains.result import ToolchainsResult
-from rxlab.studies.toolchains.study import spec_for
+from rxlab.studies.toolchains.study import prepare_spec, spec_for, whole_tests
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -73,6 +73,7 @@ def two_fake_builds(tmp_path, monkeypatch):
     ({"target": 0}, "target=0: expected a half-width in percent"),
     ({"duration": -1}, "duration=-1: expected None or seconds 0.1..3600"),
     ({"threads": 0}, "threads=0: expected an integer 1..64"),
+    ({"sliced": "yes"}, "sliced='yes': expected True (every build at once, in slices) or False (whole runs)"),
     ({"write_rate_limit": "1"}, "write_rate_limit='1': expected a size of at least 1024 bytes"),
     ({"colour": "red"},
      "unknown parameter 'colour': allowed are scale, target, budget, min_turns, max_turns, builds, base"),
@@ -93,6 +94,22 @@ def test_the_defaults_run_the_installed_build_against_itself():
     exact = STUDY.params(scale="smoke", repeats=3).rule()
     assert (exact.min_turns, exact.max_turns, exact.budget_s) == (3, 3, None)
     assert "turns" in dict(s.rows()) and "5 s budget" in dict(s.rows())["turns"]
+
+
+def test_the_timed_tests_run_in_slices_of_their_duration_or_as_whole_runs():
+    s = STUDY.params(scale="small").settings()
+    # each build runs a timed test `duration` seconds a turn: 2 s in 4 slices of 0.5 s at small
+    assert s.sliced and (s.duration, s.rounds, s.slice_s) == (2.0, 4, 0.5)
+    assert "4 rounds of 0.5 s slices" in dict(s.rows())["timed tests, per turn"]
+    assert STUDY.params(scale="small", duration=6).settings().rounds == 12
+    assert whole_tests(s) == ["fillseq"]                   # the whole runs: fillseq alone, without a warm-up
+    assert driver.expand(spec_for(s, "/x", "n", 0, tests=whole_tests(s))["steps"])[-1]["label"] == "fillseq"
+    # a sliced process's DB is brought to the state a whole run's is in after fillseq
+    prep = prepare_spec(s, "/x", "n", 0, DEFAULT)
+    assert [st["label"] for st in driver.expand(prep["steps"])] == ["fillseq", "warmup"]
+    whole = STUDY.params(scale="small", sliced=False).settings()
+    assert whole_tests(whole) == list(TESTS)
+    assert dict(whole.rows())["timed tests, per turn"] == "a whole run of each build, 2 s a test"
 
 
 def test_each_turn_runs_every_build_once_and_the_base_twice(two_fake_builds):
@@ -490,7 +507,7 @@ def test_an_extra_build_runs_in_its_own_process_with_its_own_module(request, tmp
     assert sorted(mod.glob("_core*.so")) and (mod / "librxlab_plugin.so").is_file()
     # the module loads the extra build's library, and reports it
     code = ("import rxlab, os; from rxlab.bench.references import plugin_path; "
-            "from rxlab.core.builds import active_build;"
+            "from rxlab.core.builds import active_build; rxlab._core;"   # the extension loads when first used
             "maps = [l.split()[-1] for l in open('/proc/self/maps') if 'librocksdb' in l];"
             "print(rxlab._core.rocksdb_build, active_build(), plugin_path(), os.path.realpath(maps[0]))")
     r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "RXLAB_BUILD": key},

@@ -34,20 +34,22 @@ COMPARE = Compare(config="build", metric="qps", keys=("test",), turn="rep", labe
 
 # The common presets with the post's own keys and seconds; the block cache is not the scale's here: it holds
 # the DB twice over (the post's DB is cached by RocksDB). `repeats` is unused: the study runs in turns until
-# resolved or out of budget. At small a turn is 7 child runs (6 builds, the base twice) of about 30 s each:
-# the budget holds 3 turns, the fewest that give an interval.
+# resolved or out of budget. `duration`: the seconds each build runs each timed test in a turn. At small a
+# turn is a fillseq run of each of 7 builds (6, the base twice) and four sessions of 7 processes in slices,
+# about two minutes: the budget holds 5 turns.
 SCALES = scales.presets(
     scales.Scale,
     smoke={"num": 10_000, "duration": 0.3, "repeats": 2},                        # seconds (CI): the pipeline
-    small={"num": 250_000, "duration": 4.0, "repeats": 3, "budget_s": 720.0},    # about 30 s per child run
+    small={"num": 250_000, "duration": 2.0, "repeats": 3, "budget_s": 720.0},
     full={"num": 4_000_000, "duration": 60.0, "repeats": 5},                     # ~1.7 GB cached
 )
 
-# The slices of a test measured on every build at once (rxlab.studies.toolchains.slices), by scale: rounds
-# of every build, seconds a slice, and seconds every process runs the test before the first slice.
-SLICES = {"smoke": {"rounds": 1, "slice_s": 0.1, "warmup_s": 0.2},
-          "small": {"rounds": 4, "slice_s": 0.5, "warmup_s": 1.0},
-          "full": {"rounds": 8, "slice_s": 1.0, "warmup_s": 5.0}}
+# The slices of a test measured on every build at once (rxlab.studies.toolchains.slices), by scale: seconds
+# a slice, and seconds every process runs the test before the first slice. The rounds are the duration's
+# slices: each build runs the test `duration` seconds in a turn, as a whole run does.
+SLICES = {"smoke": {"slice_s": 0.1, "warmup_s": 0.2},
+          "small": {"slice_s": 0.5, "warmup_s": 1.0},
+          "full": {"slice_s": 1.0, "warmup_s": 5.0}}
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,8 @@ class Settings(StudySettings):
     tests: tuple
     work_dir: str
     turns: str = ""     # the stopping rule, in words
-    rounds: int = 4     # of a test measured in slices: rounds of every build, seconds a slice, seconds before
+    sliced: bool = True  # the timed tests on every build at once, in slices (else whole runs, one by one)
+    rounds: int = 4     # of a test in slices: rounds of every build, seconds a slice, seconds before them
     slice_s: float = 0.5
     warmup_s: float = 1.0
 
@@ -73,7 +76,8 @@ class Settings(StudySettings):
                 ("builds", ", ".join(self.builds)), ("base build (twice a turn: A/A)", self.base),
                 ("tests", ", ".join(self.tests)), ("turns", self.turns),
                 ("timed tests, per turn", f"every build at once, {self.rounds} rounds of {self.slice_s:g} s "
-                 f"slices after {self.warmup_s:g} s")]
+                 f"slices after {self.warmup_s:g} s" if self.sliced else
+                 f"a whole run of each build, {self.duration:g} s a test")]
 
 
 def installed_key() -> str:
@@ -137,9 +141,13 @@ class Params(TurnsParams):
     them. At smoke scale (CI, the pipeline) None is the base build alone, and
     its figures say it is the A/A control, not a comparison.
     base: the build the others are relative to (None: the installed module's,
-    the default gcc build). tests: the post's tests to run. duration: None
-    takes the scale's. threads: reader threads (the post's small servers:
-    1). write_rate_limit: bytes/s of the writer beside *ww readers.
+    the default gcc build). tests: the post's tests to run. duration: the
+    seconds each build runs each timed test (the *ww readers, overwrite) in a
+    turn; None takes the scale's. sliced: the timed tests run on every build
+    at once, in slices of a second or less (rxlab.studies.toolchains.slices);
+    False: in whole runs, one build after another, as fillseq always does.
+    threads: reader threads (the post's small servers: 1).
+    write_rate_limit: bytes/s of the writer beside *ww readers.
     db_dir: where the DBs go (None: a temporary directory).
     """
 
@@ -150,6 +158,7 @@ class Params(TurnsParams):
     tests: list = field(default_factory=lambda: list(TESTS))
     repeats: int | None = None
     duration: float | None = None
+    sliced: bool = True
     threads: int = 1
     write_rate_limit: int | str = 2 * MIB
     value_size: int = 400
@@ -191,6 +200,9 @@ class Params(TurnsParams):
         self.tests = [x for x in TESTS if x in t]
         checks.optional_integer("repeats", self.repeats, 1, 100, none="None")
         checks.optional_seconds("duration", self.duration, 0.1, none="None")
+        if not checks.is_bool(self.sliced):
+            checks.fail("sliced", self.sliced,
+                        "expected True (every build at once, in slices) or False (whole runs)")
         checks.integer("threads", self.threads, 1, 64)
         self.write_rate_limit = checks.size_bytes("write_rate_limit", self.write_rate_limit, minimum=1024)
         checks.integer("value_size", self.value_size, 1, 1 << 20)
@@ -218,4 +230,5 @@ class Params(TurnsParams):
                         threads=self.threads, write_rate_limit=int(self.write_rate_limit),
                         builds=tuple(self.builds), base=self.base, tests=tuple(self.tests),
                         work_dir=self.db_dir or tempfile.gettempdir(), turns=self.rule().describe(),
+                        sliced=self.sliced, rounds=max(1, round(sc.duration / SLICES[self.scale]["slice_s"])),
                         **SLICES[self.scale])

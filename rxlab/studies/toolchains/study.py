@@ -88,6 +88,11 @@ def prepare_spec(s: Settings, db: str, name: str, seed: int, build: str) -> dict
     return sp
 
 
+def whole_tests(s: Settings) -> list[str]:
+    """The tests a turn runs as a whole run of each build."""
+    return [t for t in s.tests if not (s.sliced and t in slices.SLICED)]
+
+
 def _module_state(key: str) -> str:
     if Path(builds.get_build(key)["path"]) == builds.installed_build():
         return "installed"
@@ -125,11 +130,10 @@ class ToolchainsStudy(Study, name="toolchains", notebook="70_toolchains", seed=S
         that are not timed, one build after another, then each timed test on every build at once, in
         slices."""
         s: Settings = ctx.settings
-        whole = [t for t in s.tests if t not in slices.SLICED]
-        runs = [self.run_one(ctx, row) for row in rows.itertuples(index=False)] if whole else []
+        runs = [self.run_one(ctx, row) for row in rows.itertuples(index=False)] if whole_tests(s) else []
         turn = int(rows["rep"].iloc[0])
         meta = {r.build: {"toolchain": r.toolchain, "version": r.version} for r in rows.itertuples()}
-        for test in slices.sliced(s.tests):
+        for test in slices.sliced(s.tests) if s.sliced else ():
             def spec_of(r, db, test=test):
                 return prepare_spec(s, str(db), ctx.run_name(r.build, f"r{turn}-{test}"),
                                     seed=1000 * turn + 10 * r.copy, build=r.build)
@@ -139,13 +143,13 @@ class ToolchainsStudy(Study, name="toolchains", notebook="70_toolchains", seed=S
         return runs
 
     def run_one(self, ctx: RunContext, row) -> Path:
-        """A whole run of the tests that are not measured in slices (fillseq), on one build."""
+        """A whole run of the tests that are not measured in slices (fillseq; every test when not
+        `sliced`), on one build."""
         s: Settings = ctx.settings
         turn = f"r{row.rep}{'a' if row.copy else ''}"    # the base's A/A second run: r<turn>a
         db = ctx.path(f"db-{row.build}-{turn}")
         name = ctx.run_name(row.build, turn)
-        spec = spec_for(s, str(db), name, seed=1000 * row.rep, build=row.build,
-                        tests=[t for t in s.tests if t not in slices.SLICED])
+        spec = spec_for(s, str(db), name, seed=1000 * row.rep, build=row.build, tests=whole_tests(s))
         run = child.run_child(row.build, spec, ctx.root,
                               meta={"toolchain": row.toolchain, "version": row.version, "base": s.base})
         shutil.rmtree(db, ignore_errors=True)   # each run loads a DB of its own: free the disk for the next
