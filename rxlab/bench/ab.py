@@ -17,11 +17,15 @@ options change the files read their own DB, and the CPU per read is kept
 beside). Writes (fillseq, fillrandom) run one after another in fresh
 processes, A, B and A again in the turn's order, each a fresh DB; a side's
 value is its operations per second. The rows that need a DB in a state
-first (overwrite, flush, compact, readwhilewriting, mixgraph) run the same way,
-each process bringing its fresh DB to that state before the measured step
-(`PREPARED`): for flush and compact the value is the step's speed (one over
-its seconds), for the others its operations (readwhilewriting: reads) per
-second.
+first (overwrite, flush, compact) run the same way, each process bringing its
+fresh DB to that state before the measured step (`PREPARED`): for flush and
+compact the value is the step's speed (one over its seconds), for overwrite
+its operations per second. The timed rows (readwhilewriting, mixgraph: their
+step runs for as long as it is let) are measured in turns of processes as
+the reads are (`timed_session`): each process brings a DB of its own to the
+row's state, then runs the step until killed, its workers counting their
+operations (readwhilewriting: the readers') in a progress file read between
+slices; a side's value is its operations per second over its slices.
 """
 from __future__ import annotations
 
@@ -39,8 +43,8 @@ from rxlab.bench import driver, turns
 from rxlab.core import builds, sysinfo
 from rxlab.core import params as checks
 
-__all__ = ["PREPARED", "READS", "READ_SPEC", "WRITES", "Prepared", "Side", "measure_words", "parse_side",
-           "prepare", "read_session", "read_spec", "write_run", "write_step"]
+__all__ = ["PREPARED", "READS", "READ_SPEC", "TIMED", "WRITES", "Prepared", "Side", "measure_words",
+           "parse_side", "prepare", "read_session", "read_spec", "timed_session", "write_run", "write_step"]
 
 READS = ("readrandom", "readseq", "multireadrandom", "seekrandom")
 
@@ -73,6 +77,7 @@ PREPARED = {
     "mixgraph": Prepared(("fillrandom", "waitforcompaction"), timed=True),
 }
 WRITES = ("fillseq", "fillrandom", *PREPARED)
+TIMED = tuple(w for w, p in PREPARED.items() if p.timed)   # measured in turns of processes (timed_session)
 CONTROL = " again"
 
 # The DB both sides read (driver.RunSpec's defaults are the seeds': 8 KiB blocks, block_align, O_DIRECT,
@@ -240,6 +245,63 @@ print("RXLAB-AB " + json.dumps({"ops": row["ops"], "wall_s": row["wall_s"],
                                 "cpu_s": row["cpu_user_s"] + row["cpu_sys_s"],
                                 "write_bytes": row.get("own_write_bytes")}))
 """
+
+
+_TIMED = """
+import json, sys
+a = json.loads(sys.argv[1])
+from rxlab.bench import driver
+spec = driver.RunSpec(**a["spec"])
+driver.validate(spec)
+s = driver.Session(spec)
+for name in a["prepare"]:   # the DB's state before the measured step: not measured
+    s.run_step({"name": name, "label": name})
+# until killed: its workers count their operations in the progress file
+s.run_step({**a["step"], "label": a["workload"], "progress_file": a["ops_path"], "duration": 10**6})
+sys.exit("the step ended before the measurement did")
+"""
+
+
+def timed_contender(name: str, side: Side, db: Path, *, num: int, threads: int, workload: str,
+                    seed: int) -> turns.Contender:
+    """A process that brings a fresh DB at `db` to a timed row's state, then runs its step until killed,
+    counting the step's operations in `db`'s sibling file `<db>.ops` (turns.Contender's ops_path)."""
+    shutil.rmtree(db, ignore_errors=True)
+    prep = PREPARED[workload]
+    spec = _spec(replace(side, options=";".join(o for o in (prep.options, side.options) if o)), db, num,
+                 threads, steps=[*prep.steps, workload], seed=seed, **prep.spec)
+    ops = db.with_name(db.name + ".ops")
+    args = {"spec": spec.to_dict(), "workload": workload, "prepare": list(prep.steps),
+            "step": write_step(workload), "ops_path": str(ops)}
+    return turns.Contender(name, [sys.executable, "-c", _TIMED, json.dumps(args, default=str)],
+                           {**os.environ, **side.env} if side.env else None, ops_path=str(ops))
+
+
+def timed_session(a: Side, b: Side, work: Path, *, num: int, threads: int, workload: str, turn: int,
+                  rounds: int, slice_s: float, warmup_s: float, progress: bool = False) -> list[dict]:
+    """One turn of a timed row: a session of A, B and A again, each a fresh process on a fresh DB of its own
+    in `work` brought to the row's state, measured in slices; rows of config, copy, value (operations per
+    second over its slices), cpu_per_op_us (the process's CPU, every thread), ops, wall_s."""
+    seed = 1000 * (turn + 1)
+    work.mkdir(parents=True, exist_ok=True)
+    which = {"A": (a.text, 0), "B": (b.text, 0), "A" + CONTROL: (a.text, 1)}
+    side = {"A": a, "B": b, "A" + CONTROL: a}
+    group = [timed_contender(who, side[who], work / f"db-{i}", num=num, threads=threads, workload=workload,
+                             seed=seed + 100 * i) for i, who in enumerate(which)]
+    k = turn % len(group)           # who starts first moves from turn to turn
+    try:
+        df = turns.measure(group[k:] + group[:k], sessions=1, rounds=rounds, slice_s=slice_s,
+                           warmup_s=warmup_s, progress=progress)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    g = df.groupby("contender")[["cpu_s", "ops", "wall_s"]].sum()
+    rows = []
+    for who, (config, copy) in which.items():
+        r = g.loc[who]
+        rows.append({"config": config, "copy": copy, "value": r["ops"] / r["wall_s"] if r["wall_s"] else 0.0,
+                     "cpu_per_op_us": 1e6 * r["cpu_s"] / r["ops"] if r["ops"] else float("nan"),
+                     "ops": int(r["ops"]), "wall_s": float(r["wall_s"])})
+    return rows
 
 
 def measure_words(workload: str) -> tuple[str, str]:

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from rxlab.bench.ab import PREPARED, READS, WRITES, measure_words
+from rxlab.bench.ab import PREPARED, READS, TIMED, WRITES, measure_words
 from rxlab.core import store
 from rxlab.core.paths import REPO
 from rxlab.core.resolution import AA, AB_MIN_TURNS, DEFAULT_TARGET_PCT, format_comparison
@@ -25,7 +25,8 @@ def add_parser(sub) -> None:
         "ab", help="compare two configurations (backends, options, builds, versions) in turns with an A/A "
                    "control, until the ratio's 95% interval is within --target or --budget runs out",
         description="Compare two configurations on this machine. Reads run as processes in turns (all "
-                    "reading one prepared DB, all but one stopped), writes one after another; every turn "
+                    "reading one prepared DB, all but one stopped), as do the timed rows (each process on "
+                    "a DB of its own), the other writes one after another; every turn "
                     "runs A twice (the A/A control) and B once. The ratio B/A and its 95% interval are "
                     "printed as they converge; the comparison is stored as a study with a figure.\n"
                     f"A and B: {SIDES}.")
@@ -34,7 +35,8 @@ def add_parser(sub) -> None:
     p.add_argument("--workload", default="readrandom",
                    help=f"{', '.join(READS)} (reads: processes in turns) or {', '.join(WRITES)} (writes: "
                         f"runs one after another, each on a fresh DB; {', '.join(PREPARED)} bring it to "
-                        "their state first, unmeasured)")
+                        f"their state first, unmeasured; the timed {' and '.join(TIMED)}: processes in "
+                        "turns, each on a DB of its own)")
     p.add_argument("--threads", type=int, default=1, help="client threads of each side")
     p.add_argument("--condition", default="quiet",
                    help="quiet, or busy: a process spinning on one CPU beside every turn (the parity "

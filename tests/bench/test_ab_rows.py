@@ -48,6 +48,21 @@ def test_mixed_rows_run_for_the_duration_on_a_loaded_db(tmp_path, workload):
     assert r["ops"] > 1000 and r["value"] == pytest.approx(r["ops"] / r["wall_s"])
 
 
+@pytest.mark.parametrize("workload", ab.TIMED)
+def test_a_timed_row_runs_on_both_sides_at_once_counting_its_operations(tmp_path, workload):
+    """A turn of a timed row: A, B and A again, each a process on a fresh DB of its own brought to the row's
+    state, measured in slices by the operations its workers count; their DBs are gone afterwards."""
+    rows = ab.timed_session(POSIX, ab.parse_side("default"), tmp_path / "t", num=20_000, threads=1,
+                            workload=workload, turn=1, rounds=2, slice_s=0.2, warmup_s=0.1)
+    assert [(r["config"], r["copy"]) for r in rows] == [("posix", 0), ("default", 0), ("posix", 1)]
+    for r in rows:
+        # each side ran two slices of 0.2 s, and its value is its operations over them
+        assert r["wall_s"] == pytest.approx(0.4, abs=0.2) and r["ops"] > 100, r
+        assert r["value"] == pytest.approx(r["ops"] / r["wall_s"]) and r["cpu_per_op_us"] > 0
+    assert not (tmp_path / "t").exists()
+    assert set(ab.TIMED) == {"readwhilewriting", "mixgraph"}
+
+
 def test_every_row_says_what_it_measures():
     assert set(ab.PREPARED) < set(ab.WRITES)
     words = {w: ab.measure_words(w) for w in (*ab.READS, *ab.WRITES)}

@@ -87,6 +87,20 @@ def test_ab_flush_row_measures_the_flush_of_each_sides_own_fill(tmp_path):
     assert (cat["write_bytes"] >= 0.6 * 20000 * 400).all(), cat["write_bytes"]
 
 
+def test_ab_timed_row_runs_both_sides_at_once_in_slices(tmp_path):
+    r = run_cli("ab", "default", "posix", "--workload", "mixgraph", "--scale", "smoke", "--num", "20000",
+                "--budget", "20s", "--min-turns", "2", "--json", "--runs", tmp_path / "runs",
+                "--out", tmp_path / "out", "--db-dir", tmp_path / "db", timeout=120)
+    assert r.returncode == 0, describe(r)
+    out = json.loads(r.stdout)
+    assert out["metric"].startswith("operations per second") and out["turns"] >= 1 and out["ratio"] > 0
+    assert out["cpu"]["metric"] == "cpu_per_op_us" and out["cpu"]["ratio"]["ratio"] > 0
+    # a run per side and turn, each its operations over its slices (two of 0.2 s at smoke)
+    cat = store.catalog(tmp_path / "runs")
+    assert len(cat) == 3 * out["turns"] and (cat["ops"] > 0).all()
+    assert ((cat["wall_s"] > 0.2) & (cat["wall_s"] < 1.0)).all(), cat["wall_s"]
+
+
 @pytest.mark.parametrize(("args", "line"), [
     (["posix", "nosuch"], "b='nosuch'"),
     (["posix", "posix"], "the same as A"),

@@ -31,12 +31,12 @@ CONDITIONS = ("quiet", "busy")
 CPU_COLUMNS = ("cpu_per_read_us", "cpu_per_op_us")
 COMPARE = Compare(config="config", metric="value", keys=("workload",), turn="turn", label="rate")
 
-# Per scale: keys, the slices of a read turn, and how long a timed write row (readwhilewriting, mixgraph)
-# runs its step. smoke checks the pipeline in seconds.
+# Per scale: keys, and the slices of a turn of reads or of a timed row (readwhilewriting, mixgraph). smoke
+# checks the pipeline in seconds.
 SIZES = {
-    "smoke": {"num": 100_000, "rounds": 2, "slice_s": 0.2, "warmup_s": 0.3, "duration_s": 0.5},
-    "small": {"num": 1_000_000, "rounds": 6, "slice_s": 0.5, "warmup_s": 2.0, "duration_s": 4.0},
-    "full": {"num": 4_000_000, "rounds": 8, "slice_s": 1.0, "warmup_s": 4.0, "duration_s": 10.0},
+    "smoke": {"num": 100_000, "rounds": 2, "slice_s": 0.2, "warmup_s": 0.3},
+    "small": {"num": 1_000_000, "rounds": 6, "slice_s": 0.5, "warmup_s": 2.0},
+    "full": {"num": 4_000_000, "rounds": 8, "slice_s": 1.0, "warmup_s": 4.0},
 }
 
 
@@ -157,13 +157,16 @@ class AbStudy(Study, name="ab", notebook="", run_prefix=RUN_PREFIX, params=Param
                 got = ab.read_session(a, b, ctx.state["dbs"], num=s["num"], threads=p.threads,
                                       workload=p.workload, turn=turn, rounds=s["rounds"],
                                       slice_s=s["slice_s"], warmup_s=s["warmup_s"])
+            elif p.workload in ab.TIMED:
+                got = ab.timed_session(a, b, ctx.path(f"ab-t{turn}"), num=s["num"], threads=p.threads,
+                                       workload=p.workload, turn=turn, rounds=s["rounds"],
+                                       slice_s=s["slice_s"], warmup_s=s["warmup_s"])
             else:
                 got = []
                 for r in rows.itertuples(index=False):
                     side = sides[r.config]
                     w = ab.write_run(side, ctx.path(f"ab-w{turn}-{r.copy}"), num=s["num"], threads=p.threads,
-                                     workload=p.workload, seed=1000 * (turn + 1) + 100 * r.copy,
-                                     duration_s=s["duration_s"])
+                                     workload=p.workload, seed=1000 * (turn + 1) + 100 * r.copy)
                     got.append({"config": r.config, "copy": int(r.copy), **w})
         # the neighbour's CPU over the turn: the record that it ran (and took a CPU) beside these runs
         extra = {"neighbour_cpu_s": neighbour.cpu_s} if neighbour.cpu_s is not None else {}
