@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rxlab.bench import driver, turns
+from rxlab.bench import driver, timed, turns
 from rxlab.core import builds, sysinfo
 from rxlab.core import params as checks
 
@@ -247,34 +247,16 @@ print("RXLAB-AB " + json.dumps({"ops": row["ops"], "wall_s": row["wall_s"],
 """
 
 
-_TIMED = """
-import json, sys
-a = json.loads(sys.argv[1])
-from rxlab.bench import driver
-spec = driver.RunSpec(**a["spec"])
-driver.validate(spec)
-s = driver.Session(spec)
-for name in a["prepare"]:   # the DB's state before the measured step: not measured
-    s.run_step({"name": name, "label": name})
-# until killed: its workers count their operations in the progress file
-s.run_step({**a["step"], "label": a["workload"], "progress_file": a["ops_path"], "duration": 10**6})
-sys.exit("the step ended before the measurement did")
-"""
-
-
 def timed_contender(name: str, side: Side, db: Path, *, num: int, threads: int, workload: str,
                     seed: int) -> turns.Contender:
     """A process that brings a fresh DB at `db` to a timed row's state, then runs its step until killed,
-    counting the step's operations in `db`'s sibling file `<db>.ops` (turns.Contender's ops_path)."""
+    counting the step's operations in `<db>.ops` (rxlab.bench.timed)."""
     shutil.rmtree(db, ignore_errors=True)
     prep = PREPARED[workload]
     spec = _spec(replace(side, options=";".join(o for o in (prep.options, side.options) if o)), db, num,
                  threads, steps=[*prep.steps, workload], seed=seed, **prep.spec)
-    ops = db.with_name(db.name + ".ops")
-    args = {"spec": spec.to_dict(), "workload": workload, "prepare": list(prep.steps),
-            "step": write_step(workload), "ops_path": str(ops)}
-    return turns.Contender(name, [sys.executable, "-c", _TIMED, json.dumps(args, default=str)],
-                           {**os.environ, **side.env} if side.env else None, ops_path=str(ops))
+    return timed.contender(name, spec, prep.steps, {**write_step(workload), "label": workload},
+                           db.with_name(db.name + ".ops"), {**os.environ, **side.env} if side.env else None)
 
 
 def timed_session(a: Side, b: Side, work: Path, *, num: int, threads: int, workload: str, turn: int,
@@ -290,18 +272,13 @@ def timed_session(a: Side, b: Side, work: Path, *, num: int, threads: int, workl
                              seed=seed + 100 * i) for i, who in enumerate(which)]
     k = turn % len(group)           # who starts first moves from turn to turn
     try:
-        df = turns.measure(group[k:] + group[:k], sessions=1, rounds=rounds, slice_s=slice_s,
-                           warmup_s=warmup_s, progress=progress)
+        g = timed.session(group[k:] + group[:k], rounds=rounds, slice_s=slice_s, warmup_s=warmup_s,
+                          progress=progress)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    g = df.groupby("contender")[["cpu_s", "ops", "wall_s"]].sum()
-    rows = []
-    for who, (config, copy) in which.items():
-        r = g.loc[who]
-        rows.append({"config": config, "copy": copy, "value": r["ops"] / r["wall_s"] if r["wall_s"] else 0.0,
-                     "cpu_per_op_us": 1e6 * r["cpu_s"] / r["ops"] if r["ops"] else float("nan"),
-                     "ops": int(r["ops"]), "wall_s": float(r["wall_s"])})
-    return rows
+    return [{"config": config, "copy": copy, "value": float(g.loc[who, "value"]),
+             "cpu_per_op_us": float(g.loc[who, "cpu_per_op_us"]), "ops": int(g.loc[who, "ops"]),
+             "wall_s": float(g.loc[who, "wall_s"])} for who, (config, copy) in which.items()]
 
 
 def measure_words(workload: str) -> tuple[str, str]:

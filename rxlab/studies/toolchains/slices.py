@@ -9,9 +9,9 @@ seconds in an order that rotates from round to round, so neighbouring slices
 share the host's state. Each process first brings a DB of its own to the
 test's state as a whole run does (fillseq, then the readseq that warms
 RocksDB's cache; not measured), then runs the test until it is killed. Its
-workers count their operations in a progress file (the driver's
-`progress_file`), read between slices: a test on a DB that RocksDB has cached
-reads no device, so the device's count that `rxlab ab` uses would see nothing.
+workers count their operations in a progress file, read between slices
+(rxlab.bench.timed): a test on a DB that RocksDB has cached reads no device,
+so the device's count that `rxlab ab`'s reads use would see nothing.
 
 A build's value in a turn is its operations over the wall time of its slices,
 and its CPU is the process's (the writer and RocksDB's background threads
@@ -22,51 +22,27 @@ run until killed without becoming another test.
 """
 from __future__ import annotations
 
-import json
 import shutil
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from rxlab.bench import turns
+from rxlab.bench import timed, turns
 from rxlab.studies.toolchains import child
 from rxlab.studies.toolchains.params import STEP_OF
 
-__all__ = ["SLICED", "contender", "session"]
+__all__ = ["SLICED", "contender", "session", "sliced"]
 
 # The tests that run for a duration (the post's *whilewriting readers and overwrite): these can run until
 # killed, so a turn measures them in slices.
 SLICED = ("readww", "fwdrangeww", "revrangeww", "overwrite")
-FOREVER_S = 10**6     # a test step's duration: longer than any session, the process is killed at its end
-
-_CONTENDER = """
-import json, sys
-a = json.loads(sys.argv[1])
-from rxlab.bench import driver
-from rxlab.studies.toolchains import child
-wrong = child.module_mismatch(a["build"])
-if wrong:
-    sys.exit("rxlab: " + wrong)
-spec = driver.RunSpec.from_dict(a["spec"])
-driver.validate(spec)
-s = driver.Session(spec)
-for step in driver.expand(spec.steps):   # the DB brought to the test's state: not measured
-    s.run_step(step)
-for step in driver.expand([a["test"]]):   # until killed: its workers count their operations in ops_path
-    s.run_step({**step, "progress_file": a["ops_path"], "duration": a["duration"]})
-sys.exit("rxlab: the test ended before the measurement did")
-"""
 
 
 def contender(name: str, key: str, spec: dict, test: str, ops_path: Path) -> turns.Contender:
     """A process on build `key` that runs `spec`'s steps (the state before `test`), then `test` until it is
-    killed, counting its operations in `ops_path`."""
-    args = {"build": key, "spec": spec, "test": STEP_OF[test], "ops_path": str(ops_path),
-            "duration": FOREVER_S}
-    return turns.Contender(name, [sys.executable, "-c", _CONTENDER, json.dumps(args)], child.build_env(key),
-                           ops_path=str(ops_path))
+    killed, counting its operations in `ops_path` (the spec names the build: a process on another refuses)."""
+    return timed.contender(name, spec, spec["steps"], STEP_OF[test], ops_path, child.build_env(key))
 
 
 def session(rows: pd.DataFrame, test: str, spec_of, work: Path, *, rounds: int, slice_s: float,
@@ -81,15 +57,12 @@ def session(rows: pd.DataFrame, test: str, spec_of, work: Path, *, rounds: int, 
             name = f"{r.build}{' again' if r.copy else ''}"
             names[name] = (r.build, int(r.copy))
             tag = f"{r.build}-{r.copy}"
-            group.append(contender(name, r.build, spec_of(r, work / f"db-{tag}"), test,
-                                   work / f"ops-{tag}"))
-        df = turns.measure(group, sessions=1, rounds=rounds, slice_s=slice_s, warmup_s=warmup_s,
-                           progress=False)
+            group.append(contender(name, r.build, spec_of(r, work / f"db-{tag}"), test, work / f"ops-{tag}"))
+        g = timed.session(group, rounds=rounds, slice_s=slice_s, warmup_s=warmup_s)
     finally:
         shutil.rmtree(work, ignore_errors=True)   # the DBs: free the disk for the next test
-    g = df.groupby("contender")[["ops", "wall_s", "cpu_s"]].sum()
-    return [{"build": names[n][0], "copy": names[n][1], "ops": int(g.loc[n, "ops"]),
-             "wall_s": float(g.loc[n, "wall_s"]), "cpu_s": float(g.loc[n, "cpu_s"])} for n in names]
+    return [{"build": b, "copy": c, "ops": int(g.loc[n, "ops"]), "wall_s": float(g.loc[n, "wall_s"]),
+             "cpu_s": float(g.loc[n, "cpu_s"])} for n, (b, c) in names.items()]
 
 
 def sliced(tests: Sequence[str]) -> list[str]:

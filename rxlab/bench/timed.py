@@ -1,0 +1,71 @@
+"""Timed steps measured in turns of processes: each brings a DB of its own to a state, then runs the step.
+
+A step that runs for as long as it is let (readwhilewriting, mixgraph, overwrite
+with a duration) can be compared like the reads of rxlab.bench.turns: every
+configuration at once, one process each, all stopped but one, in slices, so
+that neighbouring slices share the host's state. Each process first runs its
+`prepare` steps on a fresh DB (not measured: the state the step starts from),
+then the step until it is killed, its workers counting their operations in a
+progress file (the driver's `progress_file`) that the parent reads between
+slices. A process's value is its operations over the wall time of its slices;
+its CPU is the process's (every thread: a writer's, RocksDB's flush and
+compaction threads', an engine's).
+
+Used by `rxlab ab`'s timed rows (rxlab.bench.ab) and the toolchain study's
+timed tests (every build at once).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from rxlab.bench import driver, turns
+
+__all__ = ["FOREVER_S", "contender", "session"]
+
+FOREVER_S = 10**6   # the step's duration: longer than any session, the process is killed at its end
+
+_SCRIPT = """
+import json, sys
+a = json.loads(sys.argv[1])
+from rxlab.bench import driver
+try:
+    spec = driver.RunSpec.from_dict(a["spec"])
+    driver.validate(spec)    # a spec that names a build refuses a process on another one
+except ValueError as e:
+    sys.exit(f"rxlab: {e}")
+s = driver.Session(spec)
+for step in driver.expand(a["prepare"]):   # the DB brought to the step's state: not measured
+    s.run_step(step)
+for step in driver.expand([a["step"]]):     # until killed, counting its operations in ops_path
+    s.run_step({**step, "progress_file": a["ops_path"], "duration": a["duration"]})
+sys.exit("rxlab: the step ended before the measurement did")
+"""
+
+
+def contender(name: str, spec: driver.RunSpec | Mapping, prepare: Sequence, step: str | Mapping,
+              ops_path: str | os.PathLike, env: Mapping[str, str] | None = None) -> turns.Contender:
+    """A process that opens `spec`'s DB, runs the `prepare` steps, then `step` until it is killed,
+    counting the step's operations in `ops_path` (driver step names or dicts; `env`: its whole
+    environment, None for this process's)."""
+    d = spec.to_dict() if isinstance(spec, driver.RunSpec) else dict(spec)
+    args = {"spec": d, "prepare": list(prepare), "step": step, "ops_path": str(ops_path),
+            "duration": FOREVER_S}
+    return turns.Contender(name, [sys.executable, "-c", _SCRIPT, json.dumps(args, default=str)],
+                           dict(env) if env is not None else None, ops_path=str(ops_path))
+
+
+def session(group: Sequence[turns.Contender], *, rounds: int, slice_s: float, warmup_s: float,
+            progress: bool = False) -> pd.DataFrame:
+    """One session of `group`, in slices; per contender (the index, in `group`'s order): ops, wall_s and
+    cpu_s summed over its slices, and value (operations per second) and cpu_per_op_us."""
+    df = turns.measure(list(group), sessions=1, rounds=rounds, slice_s=slice_s, warmup_s=warmup_s,
+                       progress=progress)
+    g = df.groupby("contender")[["ops", "wall_s", "cpu_s"]].sum().reindex([c.name for c in group])
+    g["value"] = (g["ops"] / g["wall_s"]).where(g["wall_s"] > 0, 0.0)
+    g["cpu_per_op_us"] = (1e6 * g["cpu_s"] / g["ops"]).where(g["ops"] > 0)
+    return g

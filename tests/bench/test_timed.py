@@ -1,0 +1,31 @@
+"""Timed steps in turns of processes (rxlab.bench.timed): each process on a DB of its own, measured by the
+operations its workers count, and a spec that names another build refused by the process itself."""
+from __future__ import annotations
+
+import pytest
+
+from rxlab.bench import driver, timed
+
+
+def _spec(db, **kw) -> driver.RunSpec:
+    return driver.RunSpec(db=str(db), num=20_000, value_size=100, statistics=False, seed=3, **kw)
+
+
+def test_a_session_measures_each_process_by_its_operations(tmp_path):
+    group = [timed.contender(name, _spec(tmp_path / name), ["fillseq"], "readwhilewriting",
+                             tmp_path / f"{name}.ops") for name in ("one", "two")]
+    g = timed.session(group, rounds=2, slice_s=0.2, warmup_s=0.1)
+    assert list(g.index) == ["one", "two"]          # the group's order
+    assert (g["ops"] > 100).all() and (g["wall_s"] > 0.3).all(), g
+    assert (g["value"] == g["ops"] / g["wall_s"]).all()
+    assert (g["cpu_per_op_us"] == 1e6 * g["cpu_s"] / g["ops"]).all()
+
+
+def test_a_spec_that_names_another_build_is_refused_by_its_process(tmp_path):
+    bad = timed.contender("other", _spec(tmp_path / "x", build="9.9.9-nosuch"), ["fillseq"],
+                          "readwhilewriting", tmp_path / "x.ops")
+    good = timed.contender("good", _spec(tmp_path / "y"), ["fillseq"], "readwhilewriting", tmp_path / "y.ops")
+    with pytest.raises(RuntimeError, match=r"other ended during the measurement \(exit 1\): rxlab: "
+                       r"build='9.9.9-nosuch': this process runs RocksDB build '.*'; start it with "
+                       r"RXLAB_BUILD=9.9.9-nosuch"):
+        timed.session([good, bad], rounds=1, slice_s=0.1, warmup_s=0.1)
