@@ -58,15 +58,15 @@ struct StepSpec {
   int64_t keyrange_num = 30;
   double value_k = 0.2615, value_sigma = 25.45, iter_k = 2.517, iter_sigma = 14.236;
   double sine_a = 1000, sine_b = 0.000073, sine_c = 0, sine_d = 4500;
+  double sine_mix_rate_interval_milliseconds = 0;  // 0: no sine rate control
+  bool sine_mix_rate = false;
+  int64_t mix_max_value_size = 1024;
+  int64_t mix_max_scan_len = 10000;
   // A file the workers keep their operations done in, one int64 per worker
   // (slot i: worker i), stored as they go: a parent that stops and continues
   // this process in slices (rxlab.bench.turns) reads the operations of each
   // slice there. "": none.
   std::string progress_file;
-  double sine_mix_rate_interval_milliseconds = 0;  // 0: no sine rate control
-  bool sine_mix_rate = false;
-  int64_t mix_max_value_size = 1024;
-  int64_t mix_max_scan_len = 10000;
 };
 
 struct OpHistogram {
