@@ -53,50 +53,45 @@ def test_ab_readseq_readers_start_over_at_the_first_key(tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_ab_writes_run_one_after_another_beside_a_busy_neighbour(tmp_path):
-    r = run_cli("ab", "posix", "opts:write_buffer_size=1048576", "--workload", "fillseq", "--scale", "smoke",
-                "--num", "5000", "--budget", "15s", "--min-turns", "2", "--condition", "busy", "--json",
-                "--runs", tmp_path / "runs", "--out", tmp_path / "out", "--db-dir", tmp_path / "db",
-                timeout=100)
+def _ab_row(tmp_path, a: str, b: str, workload: str, *more, budget: str = "15s", timeout: int = 100):
+    """`rxlab ab A B --workload W` at smoke with two turns at least, stored under tmp_path: its --json
+    object and the catalog of its runs."""
+    r = run_cli("ab", a, b, "--workload", workload, "--scale", "smoke", *more, "--budget", budget,
+                "--min-turns", "2", "--json", "--runs", tmp_path / "runs", "--out", tmp_path / "out",
+                "--db-dir", tmp_path / "db", timeout=timeout)
     assert r.returncode == 0, describe(r)
-    out = json.loads(r.stdout)
+    return json.loads(r.stdout), store.catalog(tmp_path / "runs")
+
+
+def test_ab_writes_run_one_after_another_beside_a_busy_neighbour(tmp_path):
+    out, cat = _ab_row(tmp_path, "posix", "opts:write_buffer_size=1048576", "fillseq", "--num", "5000",
+                       "--condition", "busy")
     assert out["metric"].startswith("operations per second") and out["turns"] >= 1 and out["ratio"] > 0
     assert out["condition"] == "busy"
     # CPU per operation of the writer's whole process, B over A with its interval, beside the value
     cpu = out["cpu"]
     assert cpu["metric"] == "cpu_per_op_us" and cpu["ratio"]["ratio"] > 0 and cpu["aa"]["ratio"] > 0
     # the neighbour spun through every turn: its CPU time over a turn is most of the turn's runs' wall time
-    cat = store.catalog(tmp_path / "runs")
     assert set(cat["spec.condition"]) == {"busy"} and cat["neighbour_cpu_s"].notna().all()
     per_turn = cat.groupby("turn").agg(neighbour=("neighbour_cpu_s", "first"), wall=("wall_s", "sum"))
     assert (per_turn["neighbour"] > 0.5 * per_turn["wall"]).all(), per_turn
 
 
 def test_ab_flush_row_measures_the_flush_of_each_sides_own_fill(tmp_path):
-    r = run_cli("ab", "default", "posix", "--workload", "flush", "--scale", "smoke", "--num", "20000",
-                "--budget", "15s", "--min-turns", "2", "--json", "--runs", tmp_path / "runs",
-                "--out", tmp_path / "out", "--db-dir", tmp_path / "db", timeout=100)
-    assert r.returncode == 0, describe(r)
-    out = json.loads(r.stdout)
+    out, cat = _ab_row(tmp_path, "default", "posix", "flush", "--num", "20000")
     assert out["metric"].startswith("the flush's speed") and out["turns"] >= 1 and out["ratio"] > 0
     assert out["cpu"]["metric"] == "cpu_per_op_us"
     # every run (A, B, A again, each turn) flushed a memtable holding its whole fill (fillrandom's
     # distinct keys: about 1 - 1/e of 20,000, 400 B each)
-    cat = store.catalog(tmp_path / "runs")
     assert len(cat) == 3 * out["turns"]
     assert (cat["write_bytes"] >= 0.6 * 20000 * 400).all(), cat["write_bytes"]
 
 
 def test_ab_timed_row_runs_both_sides_at_once_in_slices(tmp_path):
-    r = run_cli("ab", "default", "posix", "--workload", "mixgraph", "--scale", "smoke", "--num", "20000",
-                "--budget", "20s", "--min-turns", "2", "--json", "--runs", tmp_path / "runs",
-                "--out", tmp_path / "out", "--db-dir", tmp_path / "db", timeout=120)
-    assert r.returncode == 0, describe(r)
-    out = json.loads(r.stdout)
+    out, cat = _ab_row(tmp_path, "default", "posix", "mixgraph", "--num", "20000", budget="20s", timeout=120)
     assert out["metric"].startswith("operations per second") and out["turns"] >= 1 and out["ratio"] > 0
     assert out["cpu"]["metric"] == "cpu_per_op_us" and out["cpu"]["ratio"]["ratio"] > 0
     # a run per side and turn, each its operations over its slices (two of 0.2 s at smoke)
-    cat = store.catalog(tmp_path / "runs")
     assert len(cat) == 3 * out["turns"] and (cat["ops"] > 0).all()
     assert ((cat["wall_s"] > 0.2) & (cat["wall_s"] < 1.0)).all(), cat["wall_s"]
 
