@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -169,27 +170,39 @@ struct ThreadOut {
   std::vector<int64_t> events;
   std::vector<int64_t> calls_by_cpu;  // see StepResult
   std::atomic<int64_t> progress{0};  // read by the 1 Hz sampler
-  int64_t* shared = nullptr;         // this worker's slot of the progress file (StepSpec::progress_file)
+  // This worker's pair of slots in the progress file (StepSpec::progress_file), and what they held when
+  // the step began (an earlier step's counts).
+  int64_t* shared = nullptr;
+  int64_t shared_ops = 0, shared_bytes = 0;
   void Publish() {
     progress.store(ops, std::memory_order_relaxed);
-    if (shared) __atomic_store_n(shared, ops, __ATOMIC_RELAXED);
+    if (shared) {
+      __atomic_store_n(shared + 1, shared_bytes + bytes, __ATOMIC_RELAXED);
+      __atomic_store_n(shared, shared_ops + ops, __ATOMIC_RELAXED);
+    }
   }
   ThreadOut() {
     for (auto& h : hist) h = std::make_unique<LatencyHistogram>();
   }
 };
 
-// StepSpec::progress_file mapped shared, one int64 slot per worker, zeroed:
-// another process reads it between this one's slices. The slots are plain
-// stores of each worker's count; a reader that has stopped the process (all
-// its threads) sees every store made before the stop.
+// StepSpec::progress_file mapped shared, two int64 slots per worker (its
+// operations, and the bytes they moved as db_bench counts them): another
+// process reads it between this one's slices. The slots are plain stores of
+// each worker's counts; a reader that has stopped the process (all its
+// threads) sees every store made before the stop. A step that names a file
+// an earlier step left with as many slots continues its counts (a scan that
+// starts over at the first key is one measurement, not a reset); a file of
+// another size starts from zero.
 class ProgressFile {
  public:
   ProgressFile(const std::string& path, int workers) {
     if (path.empty()) return;
-    size_ = sizeof(int64_t) * static_cast<size_t>(workers);
-    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0 || ftruncate(fd, static_cast<off_t>(size_)) != 0) {
+    size_ = 2 * sizeof(int64_t) * static_cast<size_t>(workers);
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    struct stat st {};
+    bool fresh = fd >= 0 && (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != size_);
+    if (fd < 0 || (fresh && (ftruncate(fd, 0) != 0 || ftruncate(fd, static_cast<off_t>(size_)) != 0))) {
       int e = errno;
       if (fd >= 0) close(fd);
       throw InputError("progress_file '" + path + "': " + std::strerror(e));
@@ -205,7 +218,7 @@ class ProgressFile {
   }
   ProgressFile(const ProgressFile&) = delete;
   ProgressFile& operator=(const ProgressFile&) = delete;
-  int64_t* slot(int i) const { return slots_ ? slots_ + i : nullptr; }
+  int64_t* slot(int i) const { return slots_ ? slots_ + 2 * i : nullptr; }
 
  private:
   int64_t* slots_ = nullptr;
@@ -232,7 +245,11 @@ class Runner {
     ProgressFile shared(s_.progress_file, n);  // outlives the workers: they are joined below
     for (int i = 0; i < n; i++) {
       outs_.push_back(std::make_unique<ThreadOut>());
-      outs_.back()->shared = shared.slot(i);
+      if (int64_t* slot = shared.slot(i)) {
+        outs_.back()->shared = slot;
+        outs_.back()->shared_ops = slot[0];
+        outs_.back()->shared_bytes = slot[1];
+      }
     }
     std::atomic<int> ready{0};
     std::atomic<bool> go{false};

@@ -62,10 +62,12 @@ struct StepSpec {
   bool sine_mix_rate = false;
   int64_t mix_max_value_size = 1024;
   int64_t mix_max_scan_len = 10000;
-  // A file the workers keep their operations done in, one int64 per worker
-  // (slot i: worker i), stored as they go: a parent that stops and continues
+  // A file the workers keep their operations done in, two int64 per worker
+  // (slots 2i and 2i+1: worker i's operations and the bytes they moved, as
+  // db_bench counts them), stored as they go: a parent that stops and continues
   // this process in slices (rxlab.bench.turns) reads the operations of each
-  // slice there. "": none.
+  // slice there; a later step naming the same file continues its counts.
+  // "": none.
   std::string progress_file;
 };
 

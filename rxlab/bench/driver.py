@@ -99,6 +99,8 @@ READ_ONLY_STEPS = ("readrandom", "readseq", "readreverse", "seekrandom", "multir
 READ_STEPS = ("readrandom", "readseq", "readreverse", "seekrandom", "multireadrandom",
               "readwhilewriting", "seekrandomwhilewriting", "mixgraph")
 FILL_STEPS = ("fillseq", "fillrandom", "overwrite")
+# Steps that end at the DB's last key whatever their duration (one pass of a scan).
+PASS_STEPS = ("readseq", "readreverse")
 
 
 @dataclass

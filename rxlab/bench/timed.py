@@ -1,7 +1,8 @@
 """Timed steps measured in turns of processes: each brings a DB of its own to a state, then runs the step.
 
-A step that runs for as long as it is let (readwhilewriting, mixgraph, overwrite
-with a duration) can be compared like the reads of rxlab.bench.turns: every
+A step that runs for as long as it is let (readwhilewriting, mixgraph, a fill or
+overwrite with a duration; readseq, pass after pass) can be compared like the
+reads of rxlab.bench.turns: every
 configuration at once, one process each, all stopped but one, in slices, so
 that neighbouring slices share the host's state. Each process first runs its
 `prepare` steps on a fresh DB (not measured: the state the step starts from),
@@ -30,7 +31,7 @@ __all__ = ["FOREVER_S", "contender", "session"]
 FOREVER_S = 10**6   # the step's duration: longer than any session, the process is killed at its end
 
 _SCRIPT = """
-import json, sys
+import json, pathlib, sys
 a = json.loads(sys.argv[1])
 from rxlab.bench import driver
 try:
@@ -41,9 +42,13 @@ except ValueError as e:
 s = driver.Session(spec)
 for step in driver.expand(a["prepare"]):   # the DB brought to the step's state: not measured
     s.run_step(step)
-for step in driver.expand([a["step"]]):     # until killed, counting its operations in ops_path
-    s.run_step({**step, "progress_file": a["ops_path"], "duration": a["duration"]})
-sys.exit("rxlab: the step ended before the measurement did")
+pathlib.Path(a["ops_path"]).unlink(missing_ok=True)   # counted from zero, not from an earlier process
+while True:   # until killed, counting its operations in ops_path
+    for step in driver.expand([a["step"]]):
+        s.run_step({**step, "progress_file": a["ops_path"], "duration": a["duration"]})
+    if a["step_name"] not in driver.PASS_STEPS:
+        sys.exit("rxlab: the step ended before the measurement did")
+    # a scan ends at the last key: the next pass continues the count (the file keeps it)
 """
 
 
@@ -51,21 +56,24 @@ def contender(name: str, spec: driver.RunSpec | Mapping, prepare: Sequence, step
               ops_path: str | os.PathLike, env: Mapping[str, str] | None = None) -> turns.Contender:
     """A process that opens `spec`'s DB, runs the `prepare` steps, then `step` until it is killed,
     counting the step's operations in `ops_path` (driver step names or dicts; `env`: its whole
-    environment, None for this process's)."""
+    environment, None for this process's). A scan (driver.PASS_STEPS) starts over at the first key when
+    it reaches the last."""
     d = spec.to_dict() if isinstance(spec, driver.RunSpec) else dict(spec)
-    args = {"spec": d, "prepare": list(prepare), "step": step, "ops_path": str(ops_path),
-            "duration": FOREVER_S}
+    step_name = step if isinstance(step, str) else step["name"]
+    args = {"spec": d, "prepare": list(prepare), "step": step, "step_name": step_name,
+            "ops_path": str(ops_path), "duration": FOREVER_S}
     return turns.Contender(name, [sys.executable, "-c", _SCRIPT, json.dumps(args, default=str)],
                            dict(env) if env is not None else None, ops_path=str(ops_path))
 
 
 def session(group: Sequence[turns.Contender], *, rounds: int, slice_s: float, warmup_s: float,
             progress: bool = False) -> pd.DataFrame:
-    """One session of `group`, in slices; per contender (the index, in `group`'s order): ops, wall_s and
-    cpu_s summed over its slices, and value (operations per second) and cpu_per_op_us."""
+    """One session of `group`, in slices; per contender (the index, in `group`'s order): ops, op_bytes
+    (the bytes its operations moved, as db_bench counts them), wall_s and cpu_s summed over its slices,
+    and value (operations per second) and cpu_per_op_us."""
     df = turns.measure(list(group), sessions=1, rounds=rounds, slice_s=slice_s, warmup_s=warmup_s,
                        progress=progress)
-    g = df.groupby("contender")[["ops", "wall_s", "cpu_s"]].sum().reindex([c.name for c in group])
+    g = df.groupby("contender")[["ops", "op_bytes", "wall_s", "cpu_s"]].sum().reindex([c.name for c in group])
     g["value"] = (g["ops"] / g["wall_s"]).where(g["wall_s"] > 0, 0.0)
     g["cpu_per_op_us"] = (1e6 * g["cpu_s"] / g["ops"]).where(g["ops"] > 0)
     return g

@@ -55,14 +55,21 @@ class Contender:
     ops_path: str | None = None
 
 
-def read_ops(path: str | os.PathLike) -> int:
-    """The operations a workload has done: the sum of the int64 slots of its progress file (one per
-    worker thread); 0 before the file exists."""
+def read_progress(path: str | os.PathLike) -> tuple[int, int]:
+    """(operations, bytes) a workload has done: the sums of its progress file's pairs of int64 slots (one
+    pair per worker thread: its operations and the bytes they moved, as db_bench counts them); (0, 0)
+    before the file exists."""
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
-        return 0
-    return int(np.frombuffer(data[: len(data) // 8 * 8], dtype="<i8").sum())
+        return 0, 0
+    slots = np.frombuffer(data[: len(data) // 16 * 16], dtype="<i8").reshape(-1, 2)
+    return int(slots[:, 0].sum()), int(slots[:, 1].sum())
+
+
+def read_ops(path: str | os.PathLike) -> int:
+    """The operations a workload has done (read_progress's first count)."""
+    return read_progress(path)[0]
 
 
 def _process_clock(pid: int) -> int:
@@ -318,7 +325,7 @@ def _session(group, names, *, session, rounds, slice_s, warmup_s, disk, cpus, ba
                 ops_path = kids.ops_paths.get(name)
                 c0, s0 = process_sched(pid)
                 r0, b0 = _read_syscalls(pid), _read_bytes(pid)
-                o0 = read_ops(ops_path) if ops_path else None
+                o0 = read_progress(ops_path) if ops_path else None
                 d0 = sysinfo.diskstats(disk) if disk else None
                 t0 = time.monotonic()
                 kids.cont(name)
@@ -331,7 +338,8 @@ def _session(group, names, *, session, rounds, slice_s, warmup_s, disk, cpus, ba
                 row = {"session": session, "contender": name, "pid": pid, "round": rnd, "position": pos,
                        "wall_s": t1 - t0, "cpu_s": c1 - c0, "sleeps": s1 - s0, "read_syscalls": r1 - r0}
                 if o0 is not None:
-                    row["ops"] = read_ops(ops_path) - o0
+                    o1 = read_progress(ops_path)
+                    row["ops"], row["op_bytes"] = o1[0] - o0[0], o1[1] - o0[1]
                 if placement:
                     row["buffer_offsets"] = where[name]
                 if d0 is not None:

@@ -31,7 +31,7 @@ import pytest
 
 from rxlab.bench import driver, references
 from rxlab.bench import irq as bench_irq
-from rxlab.bench.turns import read_ops
+from rxlab.bench.turns import read_ops, read_progress
 from rxlab.core import metrics, store
 from rxlab.core.builds import active_build
 
@@ -295,17 +295,21 @@ def test_a_writer_held_back_keeps_at_most_a_tenth_of_a_second_of_credit(tmp_path
 @pytest.mark.parametrize(("name", "threads"), [("readrandom", 2), ("readseq", 1), ("readwhilewriting", 2),
                                                ("fillrandom", 2)])
 def test_a_progress_file_holds_every_workers_operations(open_session, tmp_path, name, threads):
-    """progress_file: one int64 a worker, each its operations so far; at the step's end they sum to its ops
-    (what rxlab.bench.turns reads between the slices of a process)."""
+    """progress_file: two int64 a worker, its operations and their bytes so far; at the step's end they sum
+    to the step's ops and bytes (what rxlab.bench.turns reads between the slices of a process)."""
     s = open_session(threads=threads, duration=0.3)
     load(s)
     path = tmp_path / f"ops-{name}"
     row = step(s, name, progress_file=str(path))
-    assert path.stat().st_size == 8 * threads
-    assert row["ops"] > 0 and read_ops(path) == row["ops"]
-    again = step(s, name, progress_file=str(path))      # a new step counts from 0 again
-    assert read_ops(path) == again["ops"]
-    assert read_ops(tmp_path / "none") == 0
+    assert path.stat().st_size == 16 * threads
+    assert row["ops"] > 0 and read_progress(path) == (row["ops"], row["bytes"])
+    again = step(s, name, progress_file=str(path))      # a step naming the same file continues its counts
+    assert read_progress(path) == (row["ops"] + again["ops"], row["bytes"] + again["bytes"])
+    other = tmp_path / f"ops-{name}-other"
+    other.write_bytes(b"\x07" * (16 * threads + 8))      # another layout: counted from zero
+    third = step(s, name, progress_file=str(other))
+    assert other.stat().st_size == 16 * threads and read_progress(other) == (third["ops"], third["bytes"])
+    assert read_ops(tmp_path / "none") == 0 and read_progress(tmp_path / "none") == (0, 0)
     with pytest.raises(Exception, match=r"progress_file '/nonexistent/ops'"):
         step(s, name, progress_file="/nonexistent/ops")
 

@@ -82,15 +82,15 @@ import mmap, os, struct, sys, time
 path, burn = sys.argv[1], float(sys.argv[2]) * 1e-6
 time.sleep(0.3)                       # start-up, which must not fall into a slice
 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC)
-os.ftruncate(fd, 8)
-m = mmap.mmap(fd, 8)
+os.ftruncate(fd, 16)
+m = mmap.mmap(fd, 16)
 n = 0
 while True:
     t = time.perf_counter()
     while time.perf_counter() - t < burn:
         pass
     n += 1
-    m[:8] = struct.pack("<q", n)
+    m[:16] = struct.pack("<qq", n, 100 * n)   # its operations, and 100 bytes each
 """
 
 
@@ -105,7 +105,7 @@ def test_contenders_that_count_their_operations_are_measured_by_them(tmp_path):
     df = turns.measure([counter("fast", 20), counter("slow", 200)], sessions=1, rounds=4, slice_s=0.2,
                        warmup_s=0.1, progress=False)
     assert len(df) == 2 * 4 and (df["ops"] > 0).all(), df
-    assert (df["ops_per_s"] == df["ops"] / df["wall_s"]).all()
+    assert (df["ops_per_s"] == df["ops"] / df["wall_s"]).all() and (df["op_bytes"] == 100 * df["ops"]).all()
     g = df.groupby("contender")[["ops", "cpu_s", "wall_s"]].sum()
     # ten times the spin per operation: several times fewer operations and more CPU per operation
     assert g.loc["slow", "ops"] < 0.4 * g.loc["fast", "ops"], g
