@@ -158,15 +158,17 @@ def turn_rows(units: pd.DataFrame, cmp: Compare, turn: int,
 
 def observations(frame: pd.DataFrame, cmp: Compare) -> pd.DataFrame:
     """A study's frame as the observations `resolution.compare` takes: groups, keys, turn, config, copy,
-    value (the metric)."""
+    value (the metric; rows without it are left out)."""
     cols = [*cmp.groups, *cmp.keys]
     if frame.empty:
         return pd.DataFrame(columns=[*cols, "turn", "config", "copy", "value"])
     f = frame
     copy = f[cmp.copy] if cmp.copy in f.columns else pd.Series(0, index=f.index)
-    return pd.DataFrame({**{c: f[c] for c in cols}, "turn": f[cmp.turn], "config": f[cmp.config],
-                         "copy": pd.to_numeric(copy, errors="coerce").fillna(0).astype(int),
-                         "value": pd.to_numeric(f[cmp.metric], errors="coerce")})
+    obs = pd.DataFrame({**{c: f[c] for c in cols}, "turn": f[cmp.turn], "config": f[cmp.config],
+                        "copy": pd.to_numeric(copy, errors="coerce").fillna(0).astype(int),
+                        "value": pd.to_numeric(f[cmp.metric], errors="coerce")})
+    # a row without the metric observed nothing (a whole run whose throughput a study takes from slices)
+    return obs[obs["value"].notna()].reset_index(drop=True)
 
 
 def _decided(result: StudyResult) -> dict:

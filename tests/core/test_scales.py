@@ -67,7 +67,7 @@ BEFORE = {
                                               "small": (50_000, ..., 3, 8 * MIB),
                                               "full": (1_000_000, ..., 3, 8 * MIB)},
     "rxlab.studies.quickstart.params": {"smoke": (20_000,), "small": (500_000,), "full": (4_000_000,)},
-    "rxlab.studies.backends.params": {"smoke": (5_000, 0.2, 1, 1 * MIB), "small": (200_000, 3.0, 3, 8 * MIB),
+    "rxlab.studies.backends.params": {"smoke": (5_000, 0.2, 1, 1 * MIB), "small": (200_000, 2.0, 3, 8 * MIB),
                                       "full": (2_000_000, 10.0, 3, 32 * MIB)},
 }
 

@@ -2,9 +2,10 @@
 
 The study runs for real (RocksDB on posix and io_uring, a 5 MB DB, the local
 and remote cases, one turn: posix twice (the A/A pair) and io_uring once,
-0.1 s per timed read step) into a tmp store; everything downstream
-(study_frame, load_study, the comparisons, the tables with the report's
-numbers beside, the figures) is checked on it.
+whole runs with 0.1 s per timed read step, and every test in slices of 0.1 s)
+into a tmp store; everything downstream (study_frame, load_study, the
+comparisons, the tables with the report's numbers beside, the figures) is
+checked on it.
 """
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ def _repo_data(monkeypatch):
     ({"nosuch": 1}, "unknown parameter 'nosuch': allowed are scale, target, budget, min_turns, max_turns, "
                     "backends, threads"),
     ({"target": -1}, "target=-1: expected a half-width in percent"),
+    ({"sliced": 1}, "sliced=1: expected True (every backend of a case at once, in slices) or False"),
+    ({"whole_turns": 0}, "whole_turns=0: expected an integer 1..1000 (turns that also run whole sequences"),
 ])
 def test_a_bad_parameter_is_one_line_naming_it(kw, message):
     assert message in refusal(STUDY, **kw)
@@ -88,6 +91,11 @@ def test_zippydb_options_are_the_report_command_and_the_driver_takes_them():
 def test_the_settings_say_the_stopping_rule_not_the_unused_repeats():
     rows = dict(STUDY.params(scale="smoke").settings().rows())
     assert "repeats" not in rows and "at least 3 turns" in rows["turns"]
+    assert rows["throughput, per turn"] == ("every backend of a case at once, 2 rounds of 0.1 s slices after "
+                                            "0.2 s")
+    assert rows["latency"] == "whole runs of the report's sequence, the first 1 turn"
+    rows = dict(STUDY.params(scale="small", sliced=False).settings().rows())
+    assert rows["throughput and latency"] == "whole runs of the report's sequence, every turn"
 
 
 def test_the_sequence_splits_where_db_bench_starts_a_fresh_db():
@@ -136,9 +144,16 @@ def study(tmp_path_factory):
 
 def test_every_run_is_stored_and_found_again(study):
     p, res = study
-    assert len(STUDY.plan(p)) == 8 and len(res.runs) == 12   # one turn: posix twice (A/A), io_uring once
+    # one turn: posix twice (A/A), io_uring once; whole runs (2 a backend and case), then 5 tests in slices
+    # on the local disk and 3 (the report's cluster tests) in the remote case
+    assert len(STUDY.plan(p)) == 8 and len(res.runs) == 12 + 3 * (5 + 3)
     assert all(store.is_complete(r) for r in res.runs)
     f = res.frame
+    sl = f[f["method"] == "slices"]
+    assert sorted(sl.groupby("case")["test"].unique().map(sorted).to_dict().items()) == [
+        ("local", ["fillrandom", "fillseq", "mixgraph", "readrandom", "readseq"]),
+        ("remote", ["fillseq", "readrandom", "readseq"])]
+    assert (sl.groupby(["case", "test"])["copy"].sum() == 1).all() and (sl["ops"] > 0).all()
     assert set(f["case"]) == {"local", "remote"} and set(f["backend"]) == {"posix", "io_uring"}
     remote = f[f["case"] == "remote"]
     assert (remote["delay_us"] == 165).all() and (remote["jitter_us"] == 77).all()
@@ -149,29 +164,37 @@ def test_every_run_is_stored_and_found_again(study):
     assert again.backends == res.backends == ["posix", "io_uring"] and again.cases == ["local", "remote"]
     assert STUDY.load(res.root, study="20000101T000000abcd") is None
     m = manifest(res.root, res.study)
-    assert m["status"] == "complete" and m["study"] == "backends" and len(m["runs"]) == 12
+    assert m["status"] == "complete" and m["study"] == "backends" and len(m["runs"]) == 36
     assert m["params"]["backends"] == ["posix", "io_uring"] and m["scale"] == "smoke"
     # the DB directory is gone, the results stay
     assert not list(Path(p.db_dir).glob("lab-db-*"))
 
 
-def test_mbps_is_db_bench_bytes_per_second(study):
+def test_mbps_is_db_bench_bytes_per_second_from_the_slices(study):
     _, res = study
     f = res.frame
+    whole, sl = f[f["method"] == "whole"], f[f["method"] == "slices"]
+    # the throughput is the slices': the whole runs keep their latency only
+    assert whole["mbps"].isna().all() and whole["cpuPer"].isna().all() and (whole["p50_us"] > 0).all()
+    assert sl["p50_us"].isna().all() and (sl["cpuPer"] > 0).all()
+    np.testing.assert_allclose(sl["mbps"], sl["bytes"] / 2**20 / sl["wall_s"])
     fills = f[f["test"].isin(["fillseq", "fillrandom"])]
-    # a fill writes num keys of 16 + 1000 bytes, as db_bench counts them
+    # a fill writes keys of 16 + 1000 bytes, as db_bench counts them: num of them in a whole run
     assert (fills["bytes"] == fills["ops"] * (16 + 1000)).all()
-    np.testing.assert_allclose(fills["mbps"], fills["ops"] * 1016 / 2**20 / fills["wall_s"])
+    assert (fills.loc[fills["method"] == "whole", "ops"] == 5000).all()
     rr = f[f["test"] == "readrandom"]
-    assert ((rr["bytes"] == rr["found"] * 1016) & (rr["found"] < rr["ops"])).all()  # fillrandom left gaps
-    seq = f[f["test"] == "readseq"]
+    # fillrandom left gaps: a read that finds no key moves no bytes, in a whole run and in slices alike
+    assert ((rr["bytes"] < rr["ops"] * 1016) & (rr["bytes"] % 1016 == 0)).all()
+    assert (whole.loc[whole["test"] == "readrandom", "bytes"] == whole.loc[whole["test"] == "readrandom",
+                                                                           "found"] * 1016).all()
+    seq = whole[whole["test"] == "readseq"]
     assert (seq["ops"] == seq["found"]).all() and (seq["ops"] < 5000).all()   # one pass over ~63% of keys
 
 
 def test_the_remote_case_slows_device_reads(study):
     _, res = study
     f = res.frame
-    rr = f[f["test"] == "readrandom"].set_index(["case", "backend"])
+    rr = f[(f["test"] == "readrandom") & (f["method"] == "whole")].set_index(["case", "backend"])
     for b in ("posix", "io_uring"):
         # reads that reach the device take at least 88 us in the remote case: its p90 is far above local's
         assert (rr.loc[[("remote", b)], "p90_us"] > 88).all()     # posix: both runs of the A/A pair
@@ -208,7 +231,7 @@ def test_the_five_figures_are_drawn_from_their_tables_and_saved_with_portable_id
     assert list(STUDY.figures) == ["lab_throughput", "lab_throughput_ratio", "lab_latency", "lab_zippydb",
                                    "lab_emulated_throughput", "lab_emulated_latency"]
     for s in saved_figures(STUDY, res, tmp_path):
-        assert len(s.side["runs"]) == 12 and s.side["rocksdb_builds"]
+        assert len(s.side["runs"]) == 36 and s.side["rocksdb_builds"]
         assert f"{params.SEED_FILE}: lab_throughput" in s.side["published_sources"]
         assert s.again.axes, s.name
     # the bars' table: a median, a dot per repetition and the report's number where it gives one

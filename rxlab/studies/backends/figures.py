@@ -27,12 +27,13 @@ CURVE_COLUMNS = ["case", "test", "backend", "percentile", "kind", "us", "us_max"
 
 def _bar(base: dict, median: float, reps: pd.DataFrame, col: str, *, published: float,
          published_max: float = np.nan) -> list[dict]:
-    """One bar's rows: its median, a dot per repetition (`col` of the `reps` rows), and the report's
-    number where it gives one."""
+    """One bar's rows: its median, a dot per repetition (`col` of the `reps` rows that measured it: a
+    whole run has no MB/s where the slices give it, a slice no latency), and the report's number where it
+    gives one."""
     base = {**base, "value_max": np.nan}
     rows = [{**base, "kind": "median", "rep": None, "value": median}]
     rows += [{**base, "kind": "rep", "rep": int(rep), "value": float(v)}
-             for rep, v in zip(reps["rep"], pd.to_numeric(reps[col]), strict=True)]
+             for rep, v in zip(reps["rep"], pd.to_numeric(reps[col]), strict=True) if np.isfinite(v)]
     if np.isfinite(published):
         rows.append({**base, "kind": "published", "rep": None, "value": published,
                      "value_max": published_max})

@@ -49,7 +49,7 @@ def _pub_by_backend(t: pd.DataFrame, col: str = "published MB/s") -> str:
 
 def findings(result: BackendsResult) -> str:
     """What this run measured against the report, in Markdown bullets with the numbers."""
-    lines = []
+    lines = _method(result)
     thr = throughput_table(result, "local")
     for test in LOCAL_TESTS:
         t = thr[thr["test"] == test]
@@ -95,6 +95,19 @@ def findings(result: BackendsResult) -> str:
                 lines.append(f"- {test}, virtual to remote: {here} here; the report (Figure 11): {pub}.")
     lines += _resolution(result)
     return "\n".join(lines)
+
+
+def _method(result: BackendsResult) -> list[str]:
+    """How the throughput and the latency were measured (slices, whole runs)."""
+    f = result.frame
+    if "method" not in f.columns or not (f["method"] == "slices").any():
+        return ["- Throughput and latency from whole runs of the report's sequence, one backend after "
+                "another."]
+    whole = sorted(f.loc[f["method"] == "whole", "rep"].unique())
+    turns = f.loc[f["method"] == "slices", "rep"].nunique()
+    return [f"- Throughput (MB/s, CPU per op) measured in slices, every backend of a case at once, in "
+            f"{turns} turn{'s' if turns != 1 else ''}; latency from whole runs of the report's sequence in "
+            f"turn{'s' if len(whole) != 1 else ''} {', '.join(str(int(t) + 1) for t in whole) or 'none'}."]
 
 
 def _resolution(result: BackendsResult) -> list[str]:

@@ -85,13 +85,22 @@ COMPARE = Compare(config="backend", metric="mbps", groups=("case",), keys=("test
 
 
 # The common presets with the report's own keys (16 + 1000 bytes each) and seconds of readrandom and
-# mixgraph; full takes db_bench's block cache (well below the DB, so that reads reach the device).
+# mixgraph; full takes db_bench's block cache (well below the DB, so that reads reach the device). At small
+# a turn measures 11 tests in slices (5 local, 3 in each emulated case) in about two minutes, the first
+# turn the whole runs too (about two more): the budget holds four turns.
 SCALES = scales.presets(
     scales.Scale,
     smoke={"num": 5_000, "duration": 0.2},                            # 5 MB, seconds
-    small={"num": 200_000, "duration": 3.0},                          # 0.2 GB, minutes
+    small={"num": 200_000, "duration": 2.0, "budget_s": 660.0},      # 0.2 GB, minutes
     full={"num": 2_000_000, "duration": 10.0, "cache_size": 32 * MIB},  # 2 GB
 )
+
+# The slices of a test measured on every backend of a case at once (slices.py), by scale: seconds a slice,
+# and seconds every process runs the test before the first slice. The rounds are the duration's slices:
+# each backend runs each test `duration` seconds in a turn.
+SLICES = {"smoke": {"slice_s": 0.1, "warmup_s": 0.2},
+          "small": {"slice_s": 0.5, "warmup_s": 1.0},
+          "full": {"slice_s": 1.0, "warmup_s": 5.0}}
 
 
 @dataclass(frozen=True)
@@ -102,13 +111,26 @@ class Settings(StudySettings):
     work_dir: str
     free_bytes: int
     turns: str = ""     # the stopping rule, in words
+    sliced: bool = True  # throughput on every backend of a case at once, in slices (else whole runs only)
+    whole_turns: int = 1  # with sliced: the first turns that also run the whole sequences (latency)
+    rounds: int = 4     # of a test in slices: rounds of every backend, seconds a slice, seconds before them
+    slice_s: float = 0.5
+    warmup_s: float = 1.0
 
     def own_rows(self) -> list[tuple[str, object]]:
+        if self.sliced:
+            method = [("throughput, per turn", f"every backend of a case at once, {self.rounds} rounds of "
+                                               f"{self.slice_s:g} s slices after {self.warmup_s:g} s"),
+                      ("latency", f"whole runs of the report's sequence, the first {self.whole_turns} "
+                                  f"turn{'s' if self.whole_turns > 1 else ''}"),
+                      ("readseq", "passes over the DB for the slices; one pass a whole run")]
+        else:
+            method = [("throughput and latency", "whole runs of the report's sequence, every turn"),
+                      ("readseq", "one pass over the DB per thread")]
         return [("key / value bytes", f"{KEY_SIZE} / {VALUE_SIZE}"),
                 ("write buffer", size_text(WRITE_BUFFER)),
                 ("block size, compression", f"{BLOCK_SIZE} B, {COMPRESSION}"),
-                ("readseq", "one pass over the DB per thread"), ("read threads", self.threads),
-                ("turns", self.turns)]
+                ("read threads", self.threads), *method, ("turns", self.turns)]
 
 
 @dataclass
@@ -117,7 +139,11 @@ class Params(TurnsParams):
 
     The study runs in turns (rxlab.core.turns_plan): target (percent), budget,
     min_turns and max_turns set the stopping rule; `repeats`, when given, runs
-    exactly that many turns instead.
+    exactly that many turns instead. sliced: each turn measures the
+    throughput of every test on every backend of a case at once, in slices
+    (slices.py), and the first `whole_turns` turns also run the report's
+    sequence as whole runs, for the latency percentiles; sliced=False runs
+    the whole sequences every turn and takes the throughput from them.
 
     backends: default and/or rxlab engine URIs (posix, libaio, io_uring, ...),
     without delays. threads: clients of the read steps (the fills run with one,
@@ -127,6 +153,8 @@ class Params(TurnsParams):
     on the rxlab engines only (RocksDB's default file system has no delay).
     """
 
+    SCALES = SCALES   # its own budget at small (TurnsParams.scale_budget)
+
     backends: list = field(default_factory=engines.backends)  # every backend of the registry, default first
     threads: int = 1
     db_dir: str | None = None
@@ -134,6 +162,8 @@ class Params(TurnsParams):
     duration: float | None = None
     device_cases: list = field(default_factory=lambda: ["local", "virtual", "remote"])
     case_delays: dict | None = None
+    sliced: bool = True
+    whole_turns: int = 1
 
     def __post_init__(self):
         super().__post_init__()
@@ -141,6 +171,11 @@ class Params(TurnsParams):
         self.threads = checks.integer("threads", self.threads, 1, 64, note=" (clients of the read steps)")
         checks.optional_integer("repeats", self.repeats, 1, 100)
         checks.optional_seconds("duration", self.duration)
+        if not checks.is_bool(self.sliced):
+            checks.fail("sliced", self.sliced,
+                        "expected True (every backend of a case at once, in slices) or False (whole runs)")
+        self.whole_turns = checks.integer("whole_turns", self.whole_turns, 1, 1000,
+                                          note=" (turns that also run whole sequences, for the latency)")
         self._cases = dict(DEVICE_CASES)
         for name, case in self._custom_cases().items():
             self._cases[name] = case
@@ -205,4 +240,7 @@ class Params(TurnsParams):
         study.check_space(self.scale, 3 * db_bytes, work, free)
         return Settings(scale=self.scale, num=sc.num, db_bytes=db_bytes, duration=float(sc.duration),
                         repeats=sc.repeats, cache_size=sc.cache_size, threads=self.threads,
-                        work_dir=str(work), free_bytes=int(free), turns=self.rule().describe())
+                        work_dir=str(work), free_bytes=int(free), turns=self.rule().describe(),
+                        sliced=self.sliced, whole_turns=self.whole_turns,
+                        rounds=max(1, round(sc.duration / SLICES[self.scale]["slice_s"])),
+                        **SLICES[self.scale])

@@ -29,7 +29,8 @@ _VALUE_COLS = ["mbps", "qps", "cpuPer", "rx.lat", *PCT_COLUMNS, "ops", "wall_s"]
 
 def medians(result: BackendsResult) -> pd.DataFrame:
     """Per case, backend and test: medians over the repetitions (mbps, qps, cpuPer, rx.lat,
-    percentiles), the min and max of mbps, and n."""
+    percentiles), the min and max of mbps, and n (the repetitions with an MB/s: the slices' where the
+    study was measured in slices, whose whole runs give the latency)."""
     f = result.frame
     cols = [c for c in _VALUE_COLS if c in f.columns]
     num = f[["case", "delay_us", "jitter_us", "backend", "test", *cols]].copy()
@@ -38,7 +39,7 @@ def medians(result: BackendsResult) -> pd.DataFrame:
     g = num.groupby(["case", "delay_us", "jitter_us", "backend", "test"], sort=False)
     out = g[cols].median()
     out["mbps_min"], out["mbps_max"] = g["mbps"].min(), g["mbps"].max()
-    out["n"] = g.size()
+    out["n"] = g["mbps"].count()
     return out.reset_index()
 
 
