@@ -218,7 +218,9 @@ def run_turns(study, ctx, units: pd.DataFrame, run_row: Callable[[Any], None], *
               frame: Callable[[], pd.DataFrame], progress: bool = True) -> dict:
     """Run `units` (one turn's plan rows) in turns by `ctx.params.rule()`: `run_row(row)` runs and stores
     a row, `frame()` gives the study's frame of the runs so far. A study whose turn is one measurement of
-    all its rows at once (processes in turns) defines `run_turn(ctx, rows) -> runs` instead; one that
+    all its rows at once (processes in turns) defines `run_turn(ctx, rows) -> runs` instead, and puts the
+    seconds of work that later turns will not repeat (the backends study's whole runs of its first turn)
+    in ctx.state["turn_once_s"], which the budget's forecast of the next turn leaves out; one that
     shows the comparisons as they converge defines `on_turn(ctx, table, decided)`. The progress bar
     shows the widest half-width. Returns (and keeps in ctx.state["turns"], for the manifest) what was
     decided: target, min_turns, budget_s, turns, stopped ('' when every comparison resolved), seconds,
@@ -255,6 +257,7 @@ def run_turns(study, ctx, units: pd.DataFrame, run_row: Callable[[Any], None], *
             rows = turn_rows(units, cmp, turn, active)
             bar.total += len(rows)
             start = time.monotonic()
+            ctx.state["turn_once_s"] = 0.0
             if hasattr(study, "run_turn"):
                 ctx.runs.extend(study.run_turn(ctx, rows))
                 bar.update(len(rows))
@@ -263,7 +266,8 @@ def run_turns(study, ctx, units: pd.DataFrame, run_row: Callable[[Any], None], *
                                     f"(target {rule.target:g}%) {study.describe(row)}"[:80])
                 run_row(row)
                 bar.update()
-            turn_s.append(time.monotonic() - start)
+            # what the next turn will take: this one's time but for work later turns do not repeat
+            turn_s.append(time.monotonic() - start - float(ctx.state.pop("turn_once_s", 0.0)))
             turn += 1
             decided["turns"] = turn
             decided["seconds"] = round(time.monotonic() - t0, 1)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -118,6 +119,27 @@ def test_the_budget_stops_the_turns_and_the_table_says_so(tmp_path):
     assert res.turns["stopped"] == "budget"
     assert not t["resolved"].any() and t["status"].str.startswith("unresolved:").all()
     assert t["status"].str.contains("budget").all()
+
+
+class OnceFirst(Synthetic, name="synthetic_once", notebook="", run_prefix="syn-", params=Params,
+                compare=Compare(config="config", metric="value", groups=("group",), turn="turn")):
+    """A study whose first turn does 3 s of work that later turns do not repeat (as the backends study's
+    whole runs), and says so."""
+
+    def run_turn(self, ctx, rows):
+        if int(rows["turn"].iloc[0]) == 0:
+            time.sleep(3.0)
+            ctx.state["turn_once_s"] = 3.0
+        return [self.run_one(ctx, r) for r in rows.itertuples(index=False)]
+
+
+def test_a_first_turns_one_off_work_is_left_out_of_the_next_turns_forecast(tmp_path):
+    """3 s of one-off work in a 5 s budget: the later turns, a few tenths of a second each, still run
+    (forecast with the whole first turn, the rule would stop after it)."""
+    once = OnceFirst()
+    res = once.run(once.params(scale="smoke", target=0.01, budget="5s", min_turns=1, max_turns=4), tmp_path,
+                   progress=False)
+    assert res.turns["turns"] == 4 and res.turns["stopped"] == "max turns", res.turns
 
 
 @pytest.mark.parametrize(("kw", "line"), [

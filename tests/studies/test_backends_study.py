@@ -93,7 +93,7 @@ def test_the_settings_say_the_stopping_rule_not_the_unused_repeats():
     assert "repeats" not in rows and "at least 3 turns" in rows["turns"]
     assert rows["throughput, per turn"] == ("every backend of a case at once, 2 rounds of 0.1 s slices after "
                                             "0.2 s")
-    assert rows["latency"] == "whole runs of the report's sequence, the first 1 turn"
+    assert rows["latency"] == "a whole run of the report's sequence on each backend, the first 1 turn"
     rows = dict(STUDY.params(scale="small", sliced=False).settings().rows())
     assert rows["throughput and latency"] == "whole runs of the report's sequence, every turn"
 
@@ -144,9 +144,9 @@ def study(tmp_path_factory):
 
 def test_every_run_is_stored_and_found_again(study):
     p, res = study
-    # one turn: posix twice (A/A), io_uring once; whole runs (2 a backend and case), then 5 tests in slices
-    # on the local disk and 3 (the report's cluster tests) in the remote case
-    assert len(STUDY.plan(p)) == 8 and len(res.runs) == 12 + 3 * (5 + 3)
+    # one turn: whole runs of each backend (2 a case), then 5 tests in slices on the local disk and 3 (the
+    # report's cluster tests) in the remote case, posix twice (A/A) and io_uring once
+    assert len(STUDY.plan(p)) == 8 and len(res.runs) == 8 + 3 * (5 + 3)
     assert all(store.is_complete(r) for r in res.runs)
     f = res.frame
     sl = f[f["method"] == "slices"]
@@ -164,7 +164,7 @@ def test_every_run_is_stored_and_found_again(study):
     assert again.backends == res.backends == ["posix", "io_uring"] and again.cases == ["local", "remote"]
     assert STUDY.load(res.root, study="20000101T000000abcd") is None
     m = manifest(res.root, res.study)
-    assert m["status"] == "complete" and m["study"] == "backends" and len(m["runs"]) == 36
+    assert m["status"] == "complete" and m["study"] == "backends" and len(m["runs"]) == 32
     assert m["params"]["backends"] == ["posix", "io_uring"] and m["scale"] == "smoke"
     # the DB directory is gone, the results stay
     assert not list(Path(p.db_dir).glob("lab-db-*"))
@@ -197,7 +197,7 @@ def test_the_remote_case_slows_device_reads(study):
     rr = f[(f["test"] == "readrandom") & (f["method"] == "whole")].set_index(["case", "backend"])
     for b in ("posix", "io_uring"):
         # reads that reach the device take at least 88 us in the remote case: its p90 is far above local's
-        assert (rr.loc[[("remote", b)], "p90_us"] > 88).all()     # posix: both runs of the A/A pair
+        assert (rr.loc[[("remote", b)], "p90_us"] > 88).all()
         assert (rr.loc[[("remote", b)], "fs.reads"] > 0).all()
 
 
@@ -231,7 +231,7 @@ def test_the_five_figures_are_drawn_from_their_tables_and_saved_with_portable_id
     assert list(STUDY.figures) == ["lab_throughput", "lab_throughput_ratio", "lab_latency", "lab_zippydb",
                                    "lab_emulated_throughput", "lab_emulated_latency"]
     for s in saved_figures(STUDY, res, tmp_path):
-        assert len(s.side["runs"]) == 36 and s.side["rocksdb_builds"]
+        assert len(s.side["runs"]) == 32 and s.side["rocksdb_builds"]
         assert f"{params.SEED_FILE}: lab_throughput" in s.side["published_sources"]
         assert s.again.axes, s.name
     # the bars' table: a median, a dot per repetition and the report's number where it gives one

@@ -16,6 +16,7 @@ whole sequences only, and the throughput is theirs.
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -121,15 +122,19 @@ class BackendsStudy(Study, name="backends", notebook="30_backends", seed=SEED_FI
 
     def run_turn(self, ctx: RunContext, rows: pd.DataFrame) -> list[Path]:
         """One turn (`rows`: every case's backends, each case's base twice, in the turn's order): the whole
-        runs while the turn is among the first `whole_turns` (every turn when not sliced), then each
-        case's tests on every backend at once, in slices."""
+        runs of each backend while the turn is among the first `whole_turns`, then each case's tests on
+        every backend at once, in slices (not sliced: the whole runs of every row, every turn)."""
         s: Settings = ctx.settings
         turn = int(rows["rep"].iloc[0])
-        runs = []
-        if not s.sliced or turn < s.whole_turns:
-            runs += [self.run_one(ctx, row) for row in rows.itertuples(index=False)]
         if not s.sliced:
-            return runs
+            return [self.run_one(ctx, row) for row in rows.itertuples(index=False)]
+        runs = []
+        if turn < s.whole_turns:
+            # for the latency: each backend once (the slices have the A/A pair), not repeated by later turns
+            t0 = time.monotonic()
+            runs += [self.run_one(ctx, row) for row in rows[rows["copy"] == 0].itertuples(index=False)]
+            if turn + 1 == s.whole_turns:
+                ctx.state["turn_once_s"] = time.monotonic() - t0
         p: Params = ctx.params
         for case in dict.fromkeys(rows["case"]):
             who = rows[rows["case"] == case].drop_duplicates(["backend", "copy"])[["backend", "copy"]]
