@@ -22,7 +22,7 @@ from rxlab.bench import driver
 from rxlab.core import published, store
 from rxlab.core.study import manifest
 from rxlab.core.turns_plan import turn_rows
-from rxlab.studies.backends import STUDY, params, parts, tables, zippydb_options
+from rxlab.studies.backends import STUDY, params, parts, slices, tables, zippydb_options
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -306,3 +306,14 @@ def test_an_interrupted_study_is_marked_and_never_loaded(tmp_path, monkeypatch):
     assert len(store.list_runs(tmp_path / "runs")) == 1
     assert not list((tmp_path / "db").iterdir())
     assert STUDY.load(tmp_path / "runs") is None
+
+
+def test_the_writers_of_a_session_draw_alike_and_its_readers_apart():
+    """In slices, the fills and mixgraph of every process of a turn draw the same keys, values and scan
+    lengths (mixgraph's bytes are its scans'), the readers of the shared DB keys of their own."""
+    for test in ("fillseq", "fillrandom", "mixgraph"):
+        assert {slices.seed(test, 2, i, c) for i in range(4) for c in (0, 1)} == {2000}
+    for test in ("readrandom", "readseq"):
+        seeds = [slices.seed(test, 2, i, c) for i in range(4) for c in (0, 1)]
+        assert len(set(seeds)) == len(seeds)
+    assert slices.seed("mixgraph", 1, 0, 0) != slices.seed("mixgraph", 2, 0, 0)

@@ -20,6 +20,9 @@ What each process runs:
 - mixgraph (writes among its reads) runs on a copy of that DB of its own
   (`copy_db`: the table files hard-linked, the rest copied).
 
+The fills and mixgraph draw the same keys, values and scan lengths in every
+process of a session, the readers of the shared DB keys of their own (`seed`).
+
 A process's MB/s is the bytes its operations moved (db_bench's count: a
 readrandom that finds no key moves none) over the wall time of its slices;
 its CPU per operation is the process's (RocksDB's flush and compaction
@@ -35,7 +38,7 @@ import pandas as pd
 
 from rxlab.bench import driver, timed
 
-__all__ = ["FILL_KEYS", "copy_db", "load", "session", "step_of", "tests_of", "uses_load"]
+__all__ = ["FILL_KEYS", "copy_db", "load", "seed", "session", "step_of", "tests_of", "uses_load"]
 
 # fillseq's keys in slices: this many times the study's num, so that a process writes in key order however
 # far it gets (the whole run writes num keys and stops)
@@ -51,6 +54,18 @@ def step_of(test: str, num: int) -> dict:
     if test == "mixgraph":
         return {"name": "mixgraph", **driver.zippydb_options()}
     return {"name": test}
+
+
+def seed(test: str, turn: int, index: int, copy: int) -> int:
+    """The seed of a process. The fills and mixgraph draw the same keys, values and scan lengths in every
+    process of a session (other ones each turn): a mixgraph's MB/s is mostly its scans' bytes, whose
+    lengths come from a heavy-tailed draw, so processes with draws of their own differ by 2x in bytes per
+    operation whatever their backend. The readers of the shared DB draw keys of their own (`index`: the
+    backend's, `copy`: the A/A copy): readers of the same blocks one after another might find them in a
+    cache under the virtual disk that the first one warmed."""
+    if uses_load(test) and test != "mixgraph":
+        return 1000 * turn + 500 * copy + 10 * index
+    return 1000 * turn
 
 
 def uses_load(test: str) -> bool:

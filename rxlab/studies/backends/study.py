@@ -144,7 +144,7 @@ class BackendsStudy(Study, name="backends", notebook="30_backends", seed=SEED_FI
                     name = ctx.run_name(f"r{turn}{'a' if r.copy else ''}", case, f"sliced-{test}",
                                         f"b{p.backends.index(r.backend)}")
                     uri = with_case(r.backend, p.case(case))
-                    seed = 1000 * turn + 500 * r.copy + 10 * p.backends.index(r.backend)
+                    seed = slices.seed(test, turn, p.backends.index(r.backend), r.copy)
                     if not slices.uses_load(test):
                         return self._spec(ctx, uri, db, name, seed, steps=[test])
                     if test == "mixgraph":   # it writes: a copy of its own
