@@ -8,9 +8,12 @@ that neighbouring slices share the host's state. Each process first runs its
 `prepare` steps on a fresh DB (not measured: the state the step starts from),
 then the step until it is killed, its workers counting their operations in a
 progress file (the driver's `progress_file`) that the parent reads between
-slices. A process's value is its operations over the wall time of its slices;
-its CPU is the process's (every thread: a writer's, RocksDB's flush and
-compaction threads', an engine's).
+slices. Every process starts the step at the same moment, when all have
+prepared (a start line, turns.Contender): a fill's DB grows as it runs, so a
+process that started a second earlier would be measured on a larger DB. A
+process's value is its operations over the wall time of its slices; its CPU
+is the process's (every thread: a writer's, RocksDB's flush and compaction
+threads', an engine's).
 
 Used by `rxlab ab`'s timed rows (rxlab.bench.ab) and the toolchain study's
 timed tests (every build at once).
@@ -21,6 +24,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pandas as pd
 
@@ -31,7 +35,7 @@ __all__ = ["FOREVER_S", "contender", "session"]
 FOREVER_S = 10**6   # the step's duration: longer than any session, the process is killed at its end
 
 _SCRIPT = """
-import json, pathlib, sys
+import json, os, pathlib, sys, time
 a = json.loads(sys.argv[1])
 from rxlab.bench import driver
 try:
@@ -43,6 +47,9 @@ s = driver.Session(spec)
 for step in driver.expand(a["prepare"]):   # the DB brought to the step's state: not measured
     s.run_step(step)
 pathlib.Path(a["ops_path"]).unlink(missing_ok=True)   # counted from zero, not from an earlier process
+pathlib.Path(a["start_line"] + ".ready").touch()       # every process starts the step at the same moment
+while not os.path.exists(a["start_line"] + ".go"):
+    time.sleep(0.002)
 while True:   # until killed, counting its operations in ops_path
     for step in driver.expand([a["step"]]):
         s.run_step({**step, "progress_file": a["ops_path"], "duration": a["duration"]})
@@ -60,10 +67,13 @@ def contender(name: str, spec: driver.RunSpec | Mapping, prepare: Sequence, step
     it reaches the last."""
     d = spec.to_dict() if isinstance(spec, driver.RunSpec) else dict(spec)
     step_name = step if isinstance(step, str) else step["name"]
+    start = f"{ops_path}.start"
+    for p in (f"{start}.ready", f"{start}.go"):
+        Path(p).unlink(missing_ok=True)
     args = {"spec": d, "prepare": list(prepare), "step": step, "step_name": step_name,
-            "ops_path": str(ops_path), "duration": FOREVER_S}
+            "ops_path": str(ops_path), "start_line": start, "duration": FOREVER_S}
     return turns.Contender(name, [sys.executable, "-c", _SCRIPT, json.dumps(args, default=str)],
-                           dict(env) if env is not None else None, ops_path=str(ops_path))
+                           dict(env) if env is not None else None, ops_path=str(ops_path), start_line=start)
 
 
 def session(group: Sequence[turns.Contender], *, rounds: int, slice_s: float, warmup_s: float,

@@ -53,6 +53,11 @@ class Contender:
     cmd: Sequence[str]
     env: Mapping[str, str] | None = None
     ops_path: str | None = None
+    # A start line: the command creates `<start_line>.ready` when it is ready to start its workload and
+    # waits for `<start_line>.go`, which is created for every contender at once when all are ready. A
+    # workload whose state moves as it runs (a fill's DB grows) then starts everywhere at the same moment,
+    # not when each process has got through its start-up.
+    start_line: str | None = None
 
 
 def read_progress(path: str | os.PathLike) -> tuple[int, int]:
@@ -178,6 +183,7 @@ class _Children:
 
     def __init__(self, contenders: Sequence[Contender], cpus: set[int] | None):
         self.ops_paths = {c.name: c.ops_path for c in contenders if c.ops_path}
+        self.start_lines = {c.name: c.start_line for c in contenders if c.start_line}
         self.procs: dict[str, subprocess.Popen] = {}
         self.errs: dict[str, object] = {}
         self.exited: dict[str, int] = {}
@@ -220,9 +226,10 @@ class _Children:
         consecutive steps; for a contender with an `ops_path`, until its operations grow in each
         (loading its DB is not its workload). Start-up (an interpreter's imports, opening the DB)
         differs between contenders and must not fall into a slice."""
+        deadline = time.monotonic() + timeout
+        self._start_together(deadline, timeout)
         streak = dict.fromkeys(self.procs, 0)
         last = dict.fromkeys(self.procs, -1)
-        deadline = time.monotonic() + timeout
         while any(n < steps for n in streak.values()):
             self.check_alive()
             for name, p in self.procs.items():
@@ -238,6 +245,21 @@ class _Children:
                 raise RuntimeError(f"{', '.join(waiting)} did not start reading within {timeout:g} s")
             if waiting:
                 time.sleep(step)
+
+    def _start_together(self, deadline: float, timeout: float) -> None:
+        """Release the contenders with a start line all at once, when every one of them is ready."""
+        if not self.start_lines:
+            return
+        while True:
+            self.check_alive()
+            waiting = sorted(n for n, s in self.start_lines.items() if not os.path.exists(s + ".ready"))
+            if not waiting:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{', '.join(waiting)} did not get ready to start within {timeout:g} s")
+            time.sleep(0.01)
+        for s in self.start_lines.values():
+            Path(s + ".go").touch()
 
     def check_alive(self) -> None:
         for name, p in self.procs.items():

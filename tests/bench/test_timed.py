@@ -40,3 +40,17 @@ def test_a_scan_goes_on_pass_after_pass_and_its_bytes_are_counted(tmp_path):
     g = timed.session(group, rounds=2, slice_s=0.2, warmup_s=0.1)
     assert (g["ops"] > 3 * 2_000).all(), g      # several passes over the 2,000 keys in 0.4 s each
     assert (g["op_bytes"] == g["ops"] * (16 + 100)).all(), g
+
+
+def test_every_process_starts_its_step_at_the_same_moment(tmp_path):
+    """A start line: one process prepares 20x the keys of the other, yet both start the step only when
+    both are ready (each made `.ready` before either found `.go`), and each is measured."""
+    slow = timed.contender("slow", _spec(tmp_path / "slow", num=100_000), ["fillseq"], "readwhilewriting",
+                           tmp_path / "slow.ops")
+    fast = timed.contender("fast", _spec(tmp_path / "fast", num=5_000), ["fillseq"], "readwhilewriting",
+                           tmp_path / "fast.ops")
+    g = timed.session([fast, slow], rounds=1, slice_s=0.2, warmup_s=0.1)
+    assert (g["ops"] > 0).all(), g
+    ready = {n: (tmp_path / f"{n}.ops.start.ready").stat().st_mtime for n in ("slow", "fast")}
+    go = (tmp_path / "fast.ops.start.go").stat().st_mtime
+    assert go >= max(ready.values()) and (tmp_path / "slow.ops.start.go").exists()
