@@ -96,18 +96,24 @@ def test_the_defaults_run_the_installed_build_against_itself():
     assert "turns" in dict(s.rows()) and "5 s budget" in dict(s.rows())["turns"]
 
 
-def test_the_timed_tests_run_in_slices_of_their_duration_or_as_whole_runs():
-    s = STUDY.params(scale="small").settings()
+def test_the_timed_tests_run_in_slices_of_their_duration_or_as_whole_runs(two_fake_builds):
+    # at small the study needs a build to compare the base with: the fake ones, whatever this machine has
+    a, b, c = two_fake_builds
+
+    def small(**kw):
+        return STUDY.params(scale="small", builds=[b, c], base=a, **kw)
+
+    s = small().settings()
     # each build runs a timed test `duration` seconds a turn: 2 s in 4 slices of 0.5 s at small
     assert s.sliced and (s.duration, s.rounds, s.slice_s) == (2.0, 4, 0.5)
     assert "4 rounds of 0.5 s slices" in dict(s.rows())["timed tests, per turn"]
-    assert STUDY.params(scale="small", duration=6).settings().rounds == 12
+    assert small(duration=6).settings().rounds == 12
     assert whole_tests(s) == ["fillseq"]                   # the whole runs: fillseq alone, without a warm-up
     assert driver.expand(spec_for(s, "/x", "n", 0, tests=whole_tests(s))["steps"])[-1]["label"] == "fillseq"
     # a sliced process's DB is brought to the state a whole run's is in after fillseq
     prep = prepare_spec(s, "/x", "n", 0, DEFAULT)
     assert [st["label"] for st in driver.expand(prep["steps"])] == ["fillseq", "warmup"]
-    whole = STUDY.params(scale="small", sliced=False).settings()
+    whole = small(sliced=False).settings()
     assert whole_tests(whole) == list(TESTS)
     assert dict(whole.rows())["timed tests, per turn"] == "a whole run of each build, 2 s a test"
 
