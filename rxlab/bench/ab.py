@@ -78,7 +78,7 @@ PREPARED = {
 }
 WRITES = ("fillseq", "fillrandom", *PREPARED)
 TIMED = tuple(w for w, p in PREPARED.items() if p.timed)   # measured in turns of processes (timed_session)
-CONTROL = " again"
+CONTROL = timed.AGAIN   # the A/A control: A's second process
 
 # The DB both sides read (driver.RunSpec's defaults are the seeds': 8 KiB blocks, block_align, O_DIRECT,
 # 8 MiB cache, bloom 10); max_open_files as selfcheck's readers: OpenForReadOnly of a one-level DB with

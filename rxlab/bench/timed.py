@@ -22,17 +22,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from rxlab.bench import driver, turns
 
-__all__ = ["FOREVER_S", "contender", "session"]
+__all__ = ["AGAIN", "FOREVER_S", "contender", "rows_session", "session"]
 
 FOREVER_S = 10**6   # the step's duration: longer than any session, the process is killed at its end
+AGAIN = " again"    # the name of the base's second process in a session: the A/A control
 
 _SCRIPT = """
 import json, os, pathlib, sys, time
@@ -87,3 +89,24 @@ def session(group: Sequence[turns.Contender], *, rounds: int, slice_s: float, wa
     g["value"] = (g["ops"] / g["wall_s"]).where(g["wall_s"] > 0, 0.0)
     g["cpu_per_op_us"] = (1e6 * g["cpu_s"] / g["ops"]).where(g["ops"] > 0)
     return g
+
+
+def rows_session(rows: pd.DataFrame, key: str, contender_of: Callable[[object, str, int], turns.Contender],
+                 work: Path, *, rounds: int, slice_s: float, warmup_s: float) -> list[dict]:
+    """One session of a process per row of `rows` (columns `key` and copy, in the turn's order): the row's
+    process is `contender_of(row, name, index)`, named by its `key` and, for the base's second copy, AGAIN.
+    `work` holds the processes' DBs and progress files and is removed at the end (a study's next session
+    needs the disk). Returns per row: `key`, copy, ops, bytes, wall_s, cpu_s (summed over its slices)."""
+    names, group = {}, []
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        for i, r in enumerate(rows.itertuples(index=False)):
+            name = f"{getattr(r, key)}{AGAIN if r.copy else ''}"
+            names[name] = (getattr(r, key), int(r.copy))
+            group.append(contender_of(r, name, i))
+        g = session(group, rounds=rounds, slice_s=slice_s, warmup_s=warmup_s)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return [{key: k, "copy": c, "ops": int(g.loc[n, "ops"]), "bytes": int(g.loc[n, "op_bytes"]),
+             "wall_s": float(g.loc[n, "wall_s"]), "cpu_s": float(g.loc[n, "cpu_s"])}
+            for n, (k, c) in names.items()]

@@ -107,20 +107,11 @@ def session(rows: pd.DataFrame, test: str, spec_of: Callable[[object, Path], dri
     order); `spec_of(row, db)` is the row's driver spec for a DB at `db` (the loaded DB's path for a read
     that opens it read-only). Returns per row: backend, copy, ops, bytes, wall_s, cpu_s (summed over its
     slices)."""
-    names, group = {}, []
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        for i, r in enumerate(rows.itertuples(index=False)):
-            name = f"{r.backend}{' again' if r.copy else ''}"
-            names[name] = (r.backend, int(r.copy))
-            spec = spec_of(r, work / f"db-{i}")
-            group.append(timed.contender(name, spec, [], step_of(test, spec.num), work / f"ops-{i}"))
-        g = timed.session(group, rounds=rounds, slice_s=slice_s, warmup_s=warmup_s)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)   # the fills' and mixgraph's DBs: free the disk
-    return [{"backend": b, "copy": c, "ops": int(g.loc[n, "ops"]), "bytes": int(g.loc[n, "op_bytes"]),
-             "wall_s": float(g.loc[n, "wall_s"]), "cpu_s": float(g.loc[n, "cpu_s"])}
-            for n, (b, c) in names.items()]
+    def contender_of(r, name: str, i: int):
+        spec = spec_of(r, work / f"db-{i}")
+        return timed.contender(name, spec, [], step_of(test, spec.num), work / f"ops-{i}")
+    return timed.rows_session(rows, "backend", contender_of, work, rounds=rounds, slice_s=slice_s,
+                              warmup_s=warmup_s)
 
 
 def tests_of(case_tests: Sequence[str]) -> list[str]:

@@ -22,7 +22,6 @@ run until killed without becoming another test.
 """
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -49,20 +48,12 @@ def session(rows: pd.DataFrame, test: str, spec_of, work: Path, *, rounds: int, 
             warmup_s: float) -> list[dict]:
     """One test of one turn: a session of a process per row (`rows`: build, copy, in the turn's order),
     `spec_of(row, db)` the driver spec that brings a fresh DB at `db` to the test's state. Returns per
-    row: build, copy, ops, wall_s, cpu_s (summed over its slices)."""
-    names, group = {}, []
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        for r in rows.itertuples(index=False):
-            name = f"{r.build}{' again' if r.copy else ''}"
-            names[name] = (r.build, int(r.copy))
-            tag = f"{r.build}-{r.copy}"
-            group.append(contender(name, r.build, spec_of(r, work / f"db-{tag}"), test, work / f"ops-{tag}"))
-        g = timed.session(group, rounds=rounds, slice_s=slice_s, warmup_s=warmup_s)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)   # the DBs: free the disk for the next test
-    return [{"build": b, "copy": c, "ops": int(g.loc[n, "ops"]), "wall_s": float(g.loc[n, "wall_s"]),
-             "cpu_s": float(g.loc[n, "cpu_s"])} for n, (b, c) in names.items()]
+    row: build, copy, ops, bytes, wall_s, cpu_s (summed over its slices)."""
+    def contender_of(r, name: str, i: int):
+        tag = f"{r.build}-{r.copy}"
+        return contender(name, r.build, spec_of(r, work / f"db-{tag}"), test, work / f"ops-{tag}")
+    return timed.rows_session(rows, "build", contender_of, work, rounds=rounds, slice_s=slice_s,
+                              warmup_s=warmup_s)
 
 
 def sliced(tests: Sequence[str]) -> list[str]:
