@@ -11,7 +11,7 @@ namespace {
 
 class PosixEngine final : public SynchronousEngine {
  public:
-  explicit PosixEngine(ThreadCounters* c) : c_(c) {}
+  explicit PosixEngine(ThreadCounters* c) : SynchronousEngine(/*plain_pread=*/true), c_(c) {}
 
   RXLAB_HOT QueueResult Queue(IoReq* r) override {
     ssize_t n;

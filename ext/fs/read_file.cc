@@ -32,6 +32,11 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
     ThreadState* ts = fs_->State();
     Engine* e = ts->ReadEngine(direct_);
     if (!e) return IOStatus::IOError("rxlab " + fs_->config().engine + ": " + ts->error);
+    if (ts->PlainRead(e, faults_)) {
+      int64_t got = ts->Pread(fd_, scratch, n, offset, direct_, logical_);
+      *result = Slice(scratch, got < 0 ? 0 : static_cast<size_t>(got));
+      return got < 0 ? ErrnoStatus("read", name_, static_cast<int>(-got)) : IOStatus::OK();
+    }
     Job j;
     Prep(&j, offset, n, scratch);
     int rc = ts->RunOne(e, &j);
