@@ -78,8 +78,9 @@ class Engine {
   // with registered files do anything; may be called from another thread.
   virtual void SetFileSlot(int /*slot*/, int /*fd*/, uint64_t /*file_id*/) {}
   // True if Queue() always completes the request itself. Not virtual: the
-  // executor asks on every request, and a virtual call to a constant showed
-  // in a profile of page-cache reads (6 ns per Get).
+  // executor asks on every request, and a call to a constant is a cost a
+  // page-cache read has no wait to hide in
+  // (docs/findings/2026-12-07-plain-read.md).
   bool synchronous() const { return synchronous_; }
   // True if Queue() of a read is one pread(2) and nothing else (posix): the
   // adapter may then make that call itself (ThreadState::Pread).

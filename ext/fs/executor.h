@@ -253,10 +253,11 @@ struct ThreadState {
   }
 
   // RunOne's rules (OnAttempt, Finish) for such a read, without a Job, an
-  // engine call or the loop's set-up. A page-cache Get is 3-4 us of CPU, and
-  // in a profile the request's set-up was a third of the 90 ns that rxlab
-  // added to it. Returns the bytes read (short only at EOF) or -errno; the
-  // read is counted either way, as RunOne's Finish counts it.
+  // engine call or the loop's set-up: a read from the page cache waits for
+  // nothing, so what the adapter does around the call is all that separates
+  // it from RocksDB's own file system (docs/findings/2026-12-07-plain-read.md).
+  // Returns the bytes read (short only at EOF) or -errno; the read is counted
+  // either way, as RunOne's Finish counts it.
   RXLAB_HOT int64_t Pread(int fd, char* buf, size_t n, uint64_t offset, bool direct, size_t align) {
     ThreadCounters* c = counters.get();
     size_t done = 0;
