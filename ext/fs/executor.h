@@ -20,6 +20,9 @@
 namespace rxlab {
 
 constexpr size_t kAlign = 4096;
+// EINTR and EAGAIN are retried; EAGAIN from a saturated device can repeat, so
+// an IO gives up after this many (RunOne, Pread and the file's own pwrite).
+constexpr int kMaxRetries = 10000;
 
 // One logical request, carried to completion across short transfers and
 // retried errors.
@@ -172,8 +175,7 @@ struct ThreadState {
     int64_t res = j->io.res;
     if (res == -EINTR || res == -EAGAIN) {
       counters->Add(kEv_retries);
-      // EAGAIN from a saturated device can repeat; give up after many.
-      if (++j->retries < 10000) return false;
+      if (++j->retries < kMaxRetries) return false;
       j->err = res;
       return true;
     }
@@ -275,7 +277,7 @@ struct ThreadState {
         err = -errno;
         if (err != -EINTR && err != -EAGAIN) break;
         c->Add(kEv_retries);
-        if (++retries < 10000) continue;
+        if (++retries < kMaxRetries) continue;
         break;
       }
       if (r == 0) break;  // EOF

@@ -209,7 +209,7 @@ class RxWritableFile final : public FSWritableFile {
         SyscallTimer t(c, kSys_pwrite64);
         w = pwrite(fd, data + done, n - done, static_cast<off_t>(offset + done));
       }
-      if (w < 0 && (errno == EINTR || errno == EAGAIN) && ++retries < 10000) {
+      if (w < 0 && (errno == EINTR || errno == EAGAIN) && ++retries < kMaxRetries) {
         c->Add(kEv_retries);
         continue;
       }
