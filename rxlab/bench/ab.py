@@ -14,7 +14,10 @@ prepared DB read-only, all but one stopped, in slices; a side's value in a
 turn is its device reads per second over the session (for readers of one DB
 layout, reads per query are equal, so the ratio is the QPS ratio; sides whose
 options change the files read their own DB, and the CPU per read is kept
-beside). Writes (fillseq, fillrandom) run one after another in fresh
+beside). With O_DIRECT off (`direct=False`) the page cache holds the DB and
+serves the reads, so there are no device reads to count: a side's value is
+then its operations per second, which its workers count in a progress file,
+and the CPU beside it is per operation. Writes (fillseq, fillrandom) run one after another in fresh
 processes, A, B and A again in the turn's order, each a fresh DB; a side's
 value is its operations per second. The rows that need a DB in a state
 first (overwrite, flush, compact) run the same way, each process bringing its
@@ -138,10 +141,11 @@ def parse_side(text: str, name: str = "A") -> Side:
     return Side(t, "backend", backend=uri)
 
 
-def _spec(side: Side, db: Path, num: int, threads: int, **kw) -> driver.RunSpec:
+def _spec(side: Side, db: Path, num: int, threads: int, *, direct: bool = True, **kw) -> driver.RunSpec:
     opts = ";".join(o for o in (READ_OPTIONS if kw.get("readonly") else "", side.options) if o)
     return driver.RunSpec(db=str(db), name=kw.pop("name", "ab"), backend=side.backend, num=num,
-                          threads=threads, options=opts, statistics=False, **kw)
+                          threads=threads, options=opts, statistics=False, use_direct_reads=direct,
+                          use_direct_io_for_flush_and_compaction=direct, **kw)
 
 
 def db_for(side: Side) -> str:
@@ -150,8 +154,11 @@ def db_for(side: Side) -> str:
     return "db-" + re.sub(r"[^A-Za-z0-9]+", "_", side.options)[:40] if side.options else "db"
 
 
-def prepare(sides: Sequence[Side], work: Path, num: int, *, progress: bool = False) -> dict[str, Path]:
-    """Load (fillseq, flush, compact) each DB the sides read; returns side text -> DB path."""
+def prepare(sides: Sequence[Side], work: Path, num: int, *, direct: bool = True,
+            progress: bool = False) -> dict[str, Path]:
+    """Load (fillseq, flush, compact) each DB the sides read; returns side text -> DB path. With O_DIRECT
+    off every file is then read once, so that the page cache holds the DB before the first turn (its
+    readers would otherwise fill it during their slices, the first side's most)."""
     out: dict[str, Path] = {}
     made: dict[str, Path] = {}
     for s in sides:
@@ -168,8 +175,21 @@ def prepare(sides: Sequence[Side], work: Path, num: int, *, progress: bool = Fal
             finally:
                 sess.close()
             made[name] = db
+            if not direct:
+                page_in(db)
         out[s.text] = made[name]
     return out
+
+
+def page_in(db: Path) -> int:
+    """Read every file under `db` once through the page cache; returns the bytes read."""
+    n = 0
+    for f in sorted(db.rglob("*")):
+        if f.is_file():
+            with f.open("rb", buffering=0) as fh:
+                while chunk := fh.read(8 << 20):
+                    n += len(chunk)
+    return n
 
 
 _READER = """
@@ -179,50 +199,60 @@ from rxlab.bench import driver
 spec = driver.RunSpec(**a["spec"])
 driver.validate(spec)
 s = driver.Session(spec)
-while True:   # until killed: readseq ends at the last key and starts over at the first
-    s.run_step({"name": a["workload"], "label": a["workload"]})
+while True:   # until killed: readseq ends at the last key and starts over at the first (its count goes on)
+    s.run_step({"name": a["workload"], "label": a["workload"], "progress_file": a["ops_path"]})
 """
 
 
 def read_spec(side: Side, db: Path, num: int, threads: int, workload: str, seed: int,
-              duration: int = 10**6) -> driver.RunSpec:
+              duration: int = 10**6, direct: bool = True) -> driver.RunSpec:
     """What a reader of `db` runs: `workload` read-only for `duration` seconds, the row's fields."""
     return _spec(side, db, num, threads, steps=[workload], duration=duration, readonly=True,
-                 use_existing_db=True, seed=seed, **READ_SPEC.get(workload, {}))
+                 use_existing_db=True, seed=seed, direct=direct, **READ_SPEC.get(workload, {}))
 
 
 def reader(name: str, side: Side, db: Path, num: int, threads: int, workload: str,
-           seed: int) -> turns.Contender:
-    """A process reading `db` read-only with `workload` until it is killed (turns.Contender)."""
-    spec = read_spec(side, db, num, threads, workload, seed)
-    args = {"spec": spec.to_dict(), "workload": workload}
+           seed: int, ops_path: Path, direct: bool = True) -> turns.Contender:
+    """A process reading `db` read-only with `workload` until it is killed, its workers counting their
+    operations in `ops_path` (turns.Contender: it has started when they grow)."""
+    spec = read_spec(side, db, num, threads, workload, seed, direct=direct)
+    ops_path.unlink(missing_ok=True)   # counted from zero, not from an earlier turn's process
+    args = {"spec": spec.to_dict(), "workload": workload, "ops_path": str(ops_path)}
     return turns.Contender(name, [sys.executable, "-c", _READER, json.dumps(args, default=str)],
-                           {**os.environ, **side.env} if side.env else None)
+                           {**os.environ, **side.env} if side.env else None, ops_path=str(ops_path))
 
 
 def read_session(a: Side, b: Side, dbs: Mapping[str, Path], *, num: int, threads: int, workload: str,
                  turn: int, rounds: int, slice_s: float, warmup_s: float, cpus: set[int] | None = None,
-                 progress: bool = False) -> list[dict]:
-    """One turn of reads: a session of A, B and A again (fresh processes, other keys each turn), each
-    side's pooled device reads per second and CPU per read; rows of config, copy, value, cpu_per_read_us,
-    reads, wall_s."""
+                 direct: bool = True, progress: bool = False) -> list[dict]:
+    """One turn of reads: a session of A, B and A again (fresh processes, other keys each turn); rows of
+    config, copy, value, reads, ops, wall_s and the CPU beside the value. With O_DIRECT the value is the
+    side's pooled device reads per second, its CPU per device read beside (cpu_per_read_us); without,
+    its operations per second and CPU per operation (cpu_per_op_us)."""
     seed = 1000 * (turn + 1)
-    group = [reader("A", a, dbs[a.text], num, threads, workload, seed),
-             reader("B", b, dbs[b.text], num, threads, workload, seed + 100),
-             reader("A" + CONTROL, a, dbs[a.text], num, threads, workload, seed + 200)]
+    db = dbs[a.text]
+    ops = {who: db.with_name(f"{db.name}.{i}.ops") for i, who in enumerate(("A", "B", "A" + CONTROL))}
+    group = [reader("A", a, dbs[a.text], num, threads, workload, seed, ops["A"], direct),
+             reader("B", b, dbs[b.text], num, threads, workload, seed + 100, ops["B"], direct),
+             reader("A" + CONTROL, a, dbs[a.text], num, threads, workload, seed + 200, ops["A" + CONTROL],
+                    direct)]
     k = turn % len(group)           # who starts first moves from turn to turn
     disk = sysinfo.device_for_path(dbs[a.text]).disk
-    df = turns.measure(group[k:] + group[:k], sessions=1, rounds=rounds, slice_s=slice_s, warmup_s=warmup_s,
-                       disk=disk, cpus=cpus, progress=progress)
-    g = df.groupby("contender")[["cpu_s", "reads", "wall_s"]].sum()
+    try:
+        df = turns.measure(group[k:] + group[:k], sessions=1, rounds=rounds, slice_s=slice_s,
+                           warmup_s=warmup_s, disk=disk, cpus=cpus, progress=progress)
+    finally:
+        for p in ops.values():
+            p.unlink(missing_ok=True)
+    g = df.groupby("contender")[["cpu_s", "reads", "ops", "wall_s"]].sum()
     which = {"A": (a.text, 0), "B": (b.text, 0), "A" + CONTROL: (a.text, 1)}
     rows = []
     for who, (config, copy) in which.items():
         r = g.loc[who]
-        rate = r["reads"] / r["wall_s"] if r["wall_s"] else 0.0
-        rows.append({"config": config, "copy": copy, "value": rate,
-                     "cpu_per_read_us": 1e6 * r["cpu_s"] / r["reads"] if r["reads"] else float("nan"),
-                     "reads": int(r["reads"]), "wall_s": float(r["wall_s"])})
+        count, cpu = (r["reads"], "cpu_per_read_us") if direct else (r["ops"], "cpu_per_op_us")
+        rows.append({"config": config, "copy": copy, "value": count / r["wall_s"] if r["wall_s"] else 0.0,
+                     cpu: 1e6 * r["cpu_s"] / count if count else float("nan"),
+                     "reads": int(r["reads"]), "ops": int(r["ops"]), "wall_s": float(r["wall_s"])})
     return rows
 
 
@@ -248,19 +278,20 @@ print("RXLAB-AB " + json.dumps({"ops": row["ops"], "wall_s": row["wall_s"],
 
 
 def timed_contender(name: str, side: Side, db: Path, *, num: int, threads: int, workload: str,
-                    seed: int) -> turns.Contender:
+                    seed: int, direct: bool = True) -> turns.Contender:
     """A process that brings a fresh DB at `db` to a timed row's state, then runs its step until killed,
     counting the step's operations in `<db>.ops` (rxlab.bench.timed)."""
     shutil.rmtree(db, ignore_errors=True)
     prep = PREPARED[workload]
     spec = _spec(replace(side, options=";".join(o for o in (prep.options, side.options) if o)), db, num,
-                 threads, steps=[*prep.steps, workload], seed=seed, **prep.spec)
+                 threads, steps=[*prep.steps, workload], seed=seed, direct=direct, **prep.spec)
     return timed.contender(name, spec, prep.steps, {**write_step(workload), "label": workload},
                            db.with_name(db.name + ".ops"), {**os.environ, **side.env} if side.env else None)
 
 
 def timed_session(a: Side, b: Side, work: Path, *, num: int, threads: int, workload: str, turn: int,
-                  rounds: int, slice_s: float, warmup_s: float, progress: bool = False) -> list[dict]:
+                  rounds: int, slice_s: float, warmup_s: float, direct: bool = True,
+                  progress: bool = False) -> list[dict]:
     """One turn of a timed row: a session of A, B and A again, each a fresh process on a fresh DB of its own
     in `work` brought to the row's state, measured in slices; rows of config, copy, value (operations per
     second over its slices), cpu_per_op_us (the process's CPU, every thread), ops, wall_s."""
@@ -269,7 +300,7 @@ def timed_session(a: Side, b: Side, work: Path, *, num: int, threads: int, workl
     which = {"A": (a.text, 0), "B": (b.text, 0), "A" + CONTROL: (a.text, 1)}
     side = {"A": a, "B": b, "A" + CONTROL: a}
     group = [timed_contender(who, side[who], work / f"db-{i}", num=num, threads=threads, workload=workload,
-                             seed=seed + 100 * i) for i, who in enumerate(which)]
+                             seed=seed + 100 * i, direct=direct) for i, who in enumerate(which)]
     k = turn % len(group)           # who starts first moves from turn to turn
     try:
         g = timed.session(group[k:] + group[:k], rounds=rounds, slice_s=slice_s, warmup_s=warmup_s,
@@ -281,9 +312,11 @@ def timed_session(a: Side, b: Side, work: Path, *, num: int, threads: int, workl
              "wall_s": float(g.loc[who, "wall_s"])} for who, (config, copy) in which.items()]
 
 
-def measure_words(workload: str) -> tuple[str, str]:
+def measure_words(workload: str, direct: bool = True) -> tuple[str, str]:
     """What a row's value and its CPU beside it are, in words (`rxlab ab`'s lines)."""
     if workload in READS:
+        if not direct:
+            return "operations per second (reads from the page cache)", "CPU per operation"
         return "device reads per second", "CPU per device read"
     if workload in ("flush", "compact"):
         return f"the {workload}'s speed (1 / its seconds)", f"CPU of the {workload}"
@@ -298,18 +331,19 @@ def write_step(workload: str) -> dict:
 
 
 def write_run(side: Side, db: Path, *, num: int, threads: int, workload: str, seed: int,
-              duration_s: float = 5.0, timeout: float = 3600) -> dict:
+              duration_s: float = 5.0, timeout: float = 3600, direct: bool = True) -> dict:
     """One run of a write row on a fresh DB at `db` in its own process (a PREPARED row brings the DB to
     its state first); {ops, wall_s, cpu_s, write_bytes, value, cpu_per_op_us} of the measured step (cpu_s: the
     process's, all its threads; write_bytes: what the process wrote to storage over the step, None where
-    /proc/self/io is not readable). duration_s: how long a timed row's step runs."""
+    /proc/self/io is not readable). duration_s: how long a timed row's step runs; direct: O_DIRECT reads,
+    flush and compaction."""
     shutil.rmtree(db, ignore_errors=True)
     prep = PREPARED.get(workload, Prepared(()))
     kw = dict(prep.spec)
     if prep.timed:
         kw["duration"] = duration_s
     spec = _spec(replace(side, options=";".join(o for o in (prep.options, side.options) if o)), db, num,
-                 threads, steps=[*prep.steps, workload], seed=seed, **kw)
+                 threads, steps=[*prep.steps, workload], seed=seed, direct=direct, **kw)
     args = {"spec": spec.to_dict(), "workload": workload, "prepare": list(prep.steps),
             "step": write_step(workload)}
     p = subprocess.run([sys.executable, "-c", _WRITER, json.dumps(args, default=str)], capture_output=True,

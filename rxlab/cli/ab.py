@@ -41,6 +41,10 @@ def add_parser(sub) -> None:
     p.add_argument("--condition", default="quiet",
                    help="quiet, or busy: a process spinning on one CPU beside every turn (the parity "
                         "matrix's busy neighbour)")
+    p.add_argument("--direct", default="on",
+                   help="O_DIRECT for both sides' reads, flush and compaction: on, or off (the page cache "
+                        "holds the DB and serves the reads; a read row then counts operations per second, "
+                        "not device reads)")
     p.add_argument("--target", type=float, default=DEFAULT_TARGET_PCT, metavar="PCT",
                    help="stop when the ratio's 95%% interval is within +-PCT percent")
     p.add_argument("--budget", default="10m", metavar="TIME", help="stop when another turn would overrun it "
@@ -68,9 +72,10 @@ def _num(v: float) -> float | None:
 
 
 def _run(a) -> int:
+    direct = {"on": True, "off": False}.get(a.direct, a.direct)   # anything else: Params says what is allowed
     params = AB.params(a=a.a, b=a.b, workload=a.workload, threads=a.threads, target=a.target, budget=a.budget,
                        min_turns=a.min_turns, num=a.num, scale=a.scale, db_dir=a.db_dir,
-                       condition=a.condition)
+                       condition=a.condition, direct=direct)
     root = Path(a.runs) if a.runs else store.default_root()
     t0 = time.monotonic()
     try:
@@ -89,7 +94,7 @@ def _run(a) -> int:
     if a.json:
         print(json.dumps({
             "a": a.a, "b": a.b, "workload": a.workload, "threads": a.threads, "condition": a.condition,
-            "metric": _metric(a.workload),
+            "direct": direct, "metric": _metric(a.workload, direct),
             "ratio": _num(row["ratio"]), "lo": _num(row["lo"]), "hi": _num(row["hi"]),
             "half_width_pct": _num(row["half_width"]), "target_pct": a.target,
             "resolved": bool(row["resolved"]),
@@ -101,13 +106,14 @@ def _run(a) -> int:
             "study": result.study, "outputs": str(out)}))
         return 0
     busy = ", beside a busy neighbour" if a.condition == "busy" else ""
-    print(f"{a.workload}, {a.threads} thread(s){busy}, {_metric(a.workload)}:")
+    cached = "" if direct else ", O_DIRECT off"
+    print(f"{a.workload}, {a.threads} thread(s){busy}{cached}, {_metric(a.workload, direct)}:")
     print(f"  {format_comparison(row)}")
     if aa:
         print(f"  {format_comparison(aa)}")
     c = cpu_table(result)
     for r in c.to_dict("records"):
-        print(f"  {measure_words(a.workload)[1]}: {format_comparison(r)}")
+        print(f"  {measure_words(a.workload, direct)[1]}: {format_comparison(r)}")
     print(f"  {seconds:.0f} s in all; study ab {result.study}: figure, tables and findings in {out}")
     return 0
 
@@ -122,5 +128,5 @@ def _cpu(result) -> dict:
     return {"metric": cpu_column(result.frame), **out} if out else {}
 
 
-def _metric(workload: str) -> str:
-    return f"{measure_words(workload)[0]} (B/A)"
+def _metric(workload: str, direct: bool = True) -> str:
+    return f"{measure_words(workload, direct)[0]} (B/A)"

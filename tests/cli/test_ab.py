@@ -53,6 +53,26 @@ def test_ab_readseq_readers_start_over_at_the_first_key(tmp_path):
 
 
 @pytest.mark.timeout(120)
+def test_ab_reads_from_the_page_cache_count_operations(tmp_path):
+    """With O_DIRECT off the page cache serves every read after the load, so there are no device reads to
+    count: the readers' value is their operations per second (their progress files), CPU per operation
+    beside it, and the stored runs say the turns read (almost) nothing from the device."""
+    r = run_cli("ab", "default", "posix", "--direct", "off", "--scale", "smoke", "--budget", "15s",
+                "--min-turns", "2", "--json", "--runs", tmp_path / "runs", "--out", tmp_path / "out",
+                "--db-dir", tmp_path / "db", timeout=100)
+    assert r.returncode == 0, describe(r)
+    out = json.loads(r.stdout)
+    assert out["direct"] is False and out["metric"].startswith("operations per second")
+    assert out["turns"] >= 2 and out["lo"] <= out["ratio"] <= out["hi"]
+    assert out["cpu"]["metric"] == "cpu_per_op_us" and out["cpu"]["ratio"]["ratio"] > 0
+    cat = store.catalog(tmp_path / "runs")
+    assert len(cat) == 3 * out["turns"] and (cat["ops"] > 0).all() and (cat["spec.direct"] == False).all()  # noqa: E712
+    # the value is the operations: ops over wall time, whatever the device did
+    assert ((cat["value"] - cat["ops"] / cat["wall_s"]).abs() <= 1e-6 * cat["value"]).all()
+    assert cat["reads"].sum() <= 0.01 * cat["ops"].sum(), cat[["reads", "ops"]]
+
+
+@pytest.mark.timeout(120)
 def _ab_row(tmp_path, a: str, b: str, workload: str, *more, budget: str = "15s", timeout: int = 100):
     """`rxlab ab A B --workload W` at smoke with two turns at least, stored under tmp_path: its --json
     object and the catalog of its runs."""
@@ -103,6 +123,7 @@ def test_ab_timed_row_runs_both_sides_at_once_in_slices(tmp_path):
     (["posix", "io_uring", "--budget", "soon"], "budget='soon'"),
     (["posix", "io_uring", "--target", "0"], "target=0"),
     (["posix", "io_uring", "--condition", "noisy"], "condition='noisy': allowed are quiet, busy"),
+    (["posix", "io_uring", "--direct", "maybe"], "direct='maybe': expected on (O_DIRECT) or off"),
     (["posix", "opts:block_size"], "expected opts:NAME=VALUE"),
     (["posix", "build:0.0.1-gcc12"], "no finished build '0.0.1-gcc12'"),
 ])

@@ -45,7 +45,9 @@ class Params(TurnsParams):
     """a, b: the sides (rxlab.bench.ab.parse_side's words). workload: a read (measured in turns of
     processes) or a write (runs one after another). num: keys (None: the scale's). rounds, slice_s:
     the slices of a read turn (None: the scale's). condition: quiet, or busy (a process spinning on a
-    CPU beside every turn, rxlab.bench.neighbour: the parity matrix's busy neighbour)."""
+    CPU beside every turn, rxlab.bench.neighbour: the parity matrix's busy neighbour). direct: O_DIRECT
+    for both sides' reads, flush and compaction (off: reads come from the page cache, and a read row's
+    value is operations per second, not device reads)."""
 
     a: str = "posix"
     b: str = "io_uring"
@@ -56,12 +58,16 @@ class Params(TurnsParams):
     slice_s: float | None = None
     db_dir: str | None = None
     condition: str = "quiet"
+    direct: bool = True               # O_DIRECT reads, flush and compaction; off: the page cache serves reads
     min_turns: int = AB_MIN_TURNS     # its turns take seconds: the rule may stop later (resolution.py)
 
     def __post_init__(self):
         super().__post_init__()
         checks.choice("workload", self.workload, (*ab.READS, *ab.WRITES))
         checks.choice("condition", self.condition, CONDITIONS)
+        if not checks.is_bool(self.direct):
+            checks.fail("direct", self.direct, "expected on (O_DIRECT) or off (the page cache)")
+        self.direct = bool(self.direct)
         self.threads = checks.integer("threads", self.threads, 1, 64)
         checks.optional_integer("num", self.num, 1000, 10**9)
         checks.optional_integer("rounds", self.rounds, 1, 100)
@@ -140,7 +146,7 @@ class AbStudy(Study, name="ab", notebook="", run_prefix=RUN_PREFIX, params=Param
             work.mkdir(parents=True, exist_ok=True)
             if ctx.progress:
                 print(f"rxlab ab: loading {ctx.state['sizes']['num']:,} keys", file=sys.stderr, flush=True)
-            ctx.state["dbs"] = ab.prepare(sides, work, ctx.state["sizes"]["num"])
+            ctx.state["dbs"] = ab.prepare(sides, work, ctx.state["sizes"]["num"], direct=p.direct)
 
     def describe(self, row) -> str:
         return f"{row.config}{' again' if row.copy else ''}"
@@ -156,17 +162,18 @@ class AbStudy(Study, name="ab", notebook="", run_prefix=RUN_PREFIX, params=Param
             if p.workload in ab.READS:
                 got = ab.read_session(a, b, ctx.state["dbs"], num=s["num"], threads=p.threads,
                                       workload=p.workload, turn=turn, rounds=s["rounds"],
-                                      slice_s=s["slice_s"], warmup_s=s["warmup_s"])
+                                      slice_s=s["slice_s"], warmup_s=s["warmup_s"], direct=p.direct)
             elif p.workload in ab.TIMED:
                 got = ab.timed_session(a, b, ctx.path(f"ab-t{turn}"), num=s["num"], threads=p.threads,
                                        workload=p.workload, turn=turn, rounds=s["rounds"],
-                                       slice_s=s["slice_s"], warmup_s=s["warmup_s"])
+                                       slice_s=s["slice_s"], warmup_s=s["warmup_s"], direct=p.direct)
             else:
                 got = []
                 for r in rows.itertuples(index=False):
                     side = sides[r.config]
                     w = ab.write_run(side, ctx.path(f"ab-w{turn}-{r.copy}"), num=s["num"], threads=p.threads,
-                                     workload=p.workload, seed=1000 * (turn + 1) + 100 * r.copy)
+                                     workload=p.workload, seed=1000 * (turn + 1) + 100 * r.copy,
+                                     direct=p.direct)
                     got.append({"config": r.config, "copy": int(r.copy), **w})
         # the neighbour's CPU over the turn: the record that it ran (and took a CPU) beside these runs
         extra = {"neighbour_cpu_s": neighbour.cpu_s} if neighbour.cpu_s is not None else {}
@@ -179,7 +186,7 @@ class AbStudy(Study, name="ab", notebook="", run_prefix=RUN_PREFIX, params=Param
         spec = {"name": ctx.run_name(f"t{turn}", who), "backend": side.backend, "options": side.options,
                 "build": side.build, "workload": p.workload, "threads": p.threads,
                 "num": ctx.state["sizes"]["num"], "scale": p.scale, "a": p.a, "b": p.b,
-                "condition": p.condition}
+                "condition": p.condition, "direct": p.direct}
         rec = builds.active_build() / "build.json"
         fp = sysinfo.fingerprint(ctx.work, rocksdb_build=json.loads(rec.read_text()) if rec.is_file() else {})
         with store.RunWriter(ctx.root, spec, fp) as w:
