@@ -26,16 +26,19 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from tqdm.auto import tqdm  # a notebook shows a widget bar, a terminal a text bar
 
 import rxlab
 from rxlab.bench import irq as irqs
-from rxlab.bench.fio import CPUS_ALLOWED_POLICIES
-from rxlab.bench.references import Sampler
-from rxlab.core import published, sysinfo
+from rxlab.bench.sampler import Sampler
+from rxlab.core import sysinfo
 from rxlab.core.builds import active_build
-from rxlab.core.store import RunWriter
+from rxlab.core.cpus import CPUS_ALLOWED_POLICIES
 from rxlab.core.units import size_words
+
+# A process measured in turns (rxlab.bench.timed, rxlab.bench.ab) imports this module to run its steps, and
+# every session starts such processes afresh: what only storing a run or reading the published tables needs
+# (pandas and pyarrow through rxlab.core.store and rxlab.core.published, tqdm's bar) is imported where it is
+# used, not here. tests/bench/test_driver_imports.py keeps it so.
 
 # db_bench's benchmarks that the C++ driver runs (checked again there).
 BENCHMARKS = ("fillseq", "fillrandom", "overwrite", "readrandom", "readseq", "readreverse",
@@ -88,6 +91,8 @@ def zippydb_options() -> dict:
     """The mixgraph options of the lab report's ZippyDB command (data/published/flags.csv), those a
     step takes. Its key_size 48, num, reads and 256 MiB cache are not applied: the step reads the DB
     its run loaded (16-byte keys) for the run's duration."""
+    from rxlab.core import published  # noqa: PLC0415 - pandas: see the imports
+
     f = published.load("flags")
     f = f[(f["source"] == LAB_REPORT) & (f["table"] == "5.2.2 ZippyDB mixgraph command")]
     skip = {"key_size", "num", "reads"}
@@ -555,6 +560,10 @@ def run(spec: RunSpec | Mapping, root: str | os.PathLike | None = None, progress
     must be taken inside the step's window).
     """
 
+
+    from tqdm.auto import tqdm  # noqa: PLC0415 - a notebook shows a widget bar, a terminal a text bar
+
+    from rxlab.core.store import RunWriter  # noqa: PLC0415 - pandas and pyarrow: see the imports
 
     if not isinstance(spec, RunSpec):
         spec = RunSpec.from_dict(spec)

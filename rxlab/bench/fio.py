@@ -21,7 +21,7 @@ import numpy as np
 import rxlab
 from rxlab.bench.irq import IrqWindow
 from rxlab.core import metrics, sysinfo
-from rxlab.core.cpus import affinity, parse_cpus
+from rxlab.core.cpus import CPUS_ALLOWED_POLICIES, affinity, parse_cpus
 from rxlab.core.store import RunWriter
 from rxlab.core.units import parse_size
 
@@ -68,11 +68,6 @@ def layout(filename: str | os.PathLike, size: int, quiet: bool = True) -> bool:
         f.flush()
         os.fsync(f.fileno())
     return True
-
-
-# fio's cpus_allowed_policy: "shared" (the scheduler places the jobs) or
-# "split" (job i pinned to the i-th allowed CPU).
-CPUS_ALLOWED_POLICIES = ("shared", "split")
 
 
 def engine_uri(ioengine: str, options: str = "") -> str:

@@ -4,7 +4,11 @@ from __future__ import annotations
 import contextlib
 import os
 
-__all__ = ["affinity", "parse_cpus"]
+__all__ = ["CPUS_ALLOWED_POLICIES", "affinity", "parse_cpus"]
+
+# fio's cpus_allowed_policy: "shared" (the scheduler places the jobs) or
+# "split" (job i pinned to the i-th allowed CPU).
+CPUS_ALLOWED_POLICIES = ("shared", "split")
 
 
 def parse_cpus(text: str) -> set[int]:

@@ -52,7 +52,8 @@ from rxlab.bench.references.real_fio import (
     parse_fio_json,
     run_fio,
 )
-from rxlab.bench.references.sampler import Sampler
+from rxlab.bench.sampler import Sampler
 
 __all__ = ["FIO_PLAT_BITS", "Sampler", "db_bench_path", "fio_bin_upper_ns", "fio_command", "fio_percentiles",
-           "flag_list", "layout_file", "parse_db_bench", "parse_fio_json", "plugin_path", "run_db_bench", "run_fio"]
+           "flag_list", "layout_file", "parse_db_bench", "parse_fio_json", "plugin_path", "run_db_bench",
+           "run_fio"]

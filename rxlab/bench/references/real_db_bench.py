@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import rxlab
-from rxlab.bench.references.sampler import Sampler, background, device_of, disk_columns
+from rxlab.bench.sampler import Sampler, background, device_of, disk_columns
 from rxlab.core import sysinfo
 from rxlab.core.builds import active_build
 from rxlab.core.metrics import PERCENTILES, percentile_column

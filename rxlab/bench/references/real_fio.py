@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from rxlab.bench.references.sampler import Sampler, background, device_of, disk_columns
+from rxlab.bench.sampler import Sampler, background, device_of, disk_columns
 from rxlab.core import sysinfo
 from rxlab.core.metrics import PERCENTILES, percentile_column
 
