@@ -85,14 +85,20 @@ class Engine {
   // True if Queue() of a read is one pread(2) and nothing else (posix): the
   // adapter may then make that call itself (ThreadState::Pread).
   bool plain_pread() const { return plain_pread_; }
+  // True if a request on a buffered (non-O_DIRECT) file is done inside its
+  // submission (libaio: Linux AIO is asynchronous only with O_DIRECT), so
+  // requests queued together are not in flight together.
+  bool buffered_in_submit() const { return buffered_in_submit_; }
 
  protected:
   Engine() = default;
-  Engine(bool synchronous, bool plain_pread) : synchronous_(synchronous), plain_pread_(plain_pread) {}
+  Engine(bool synchronous, bool plain_pread, bool buffered_in_submit = false)
+      : synchronous_(synchronous), plain_pread_(plain_pread), buffered_in_submit_(buffered_in_submit) {}
 
  private:
   bool synchronous_ = false;
   bool plain_pread_ = false;
+  bool buffered_in_submit_ = false;
 };
 
 // An engine whose Queue() always does the IO itself (posix, sync): nothing is

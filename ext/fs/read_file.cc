@@ -56,6 +56,21 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
     if (!e) return IOStatus::IOError("rxlab " + fs_->config().engine + ": " + ts->error);
     ts->counters->Add(kEv_multireads);
     ts->counters->Add(kEv_multiread_reqs, num);
+    // An engine that reads a buffered file inside io_submit (libaio) reads the
+    // batch one request after another anyway, and adds its round trip to
+    // each: the batch takes the path of the reads RocksDB waits for one at a
+    // time (ReadEngine: pread, unless buffered_reads=engine).
+    if (!direct_ && e->buffered_in_submit()) e = ts->ReadEngine(false);
+    if (ts->PlainRead(e, faults_)) {
+      // One pread per request, as the posix engine would make them, without
+      // a Job or the executor's loop (ThreadState::Pread: its rules and counts).
+      for (size_t i = 0; i < num; i++) {
+        int64_t got = ts->Pread(fd_, reqs[i].scratch, reqs[i].len, reqs[i].offset, direct_, logical_);
+        reqs[i].result = Slice(reqs[i].scratch, got < 0 ? 0 : static_cast<size_t>(got));
+        reqs[i].status = got < 0 ? ErrnoStatus("read", name_, static_cast<int>(-got)) : IOStatus::OK();
+      }
+      return IOStatus::OK();
+    }
     std::vector<Job> jobs(num);
     std::vector<Job*> ptrs(num);
     for (size_t i = 0; i < num; i++) {
