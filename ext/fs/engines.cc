@@ -50,7 +50,8 @@ const std::vector<OptionDef>& CommonOptions() {
       {"buffered_writes", "pwrite", "buffered (non-O_DIRECT) writes: pwrite, or engine (through this engine)"},
       {"buffered_reads", "pread",
        "buffered (non-O_DIRECT) reads RocksDB waits for one at a time: pread, or engine (through this "
-       "engine); MultiRead batches and async reads always use the engine"},
+       "engine); so are libaio's MultiRead batches (Linux AIO reads a buffered file inside io_submit); "
+       "other engines' batches and async reads always use the engine"},
       {"direct_writes", "pwrite",
        "O_DIRECT writes (flush, compaction): pwrite, or engine (through this engine: a submit/reap round "
        "trip per write, as RocksDB waits for each)"},
