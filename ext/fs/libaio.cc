@@ -28,7 +28,9 @@ long IoCancel(aio_context_t ctx, iocb* cb, io_event* ev) {
 class LibaioEngine final : public Engine {
  public:
   LibaioEngine(int depth, ThreadCounters* c)
-      : Engine(/*synchronous=*/false, /*plain_pread=*/false, /*buffered_in_submit=*/true), depth_(depth), c_(c) {
+      : Engine(/*synchronous=*/false, /*plain_pread=*/false, /*buffered_in_submit=*/true),
+        depth_(depth),
+        c_(c) {
     iocbs_.resize(depth);
     free_.reserve(depth);
     for (int i = depth - 1; i >= 0; i--) free_.push_back(i);

@@ -17,13 +17,13 @@ options change the files read their own DB, and the CPU per read is kept
 beside). With O_DIRECT off (`direct=False`) the page cache holds the DB and
 serves the reads, so there are no device reads to count: a side's value is
 then its operations per second, which its workers count in a progress file,
-and the CPU beside it is per operation. Writes (fillseq, fillrandom) run one after another in fresh
-processes, A, B and A again in the turn's order, each a fresh DB; a side's
-value is its operations per second. The rows that need a DB in a state
-first (overwrite, flush, compact) run the same way, each process bringing its
-fresh DB to that state before the measured step (`PREPARED`): for flush and
-compact the value is the step's speed (one over its seconds), for overwrite
-its operations per second. The timed rows (readwhilewriting, mixgraph: their
+and the CPU beside it is per operation. Writes (fillseq, fillrandom) run one
+after another in fresh processes, A, B and A again in the turn's order, each
+a fresh DB; a side's value is its operations per second. The rows that need
+a DB in a state first (overwrite, flush, compact) run the same way, each
+process bringing its fresh DB to that state before the measured step
+(`PREPARED`): for flush and compact the value is the step's speed (one over
+its seconds), for overwrite its operations per second. The timed rows (readwhilewriting, mixgraph: their
 step runs for as long as it is let) are measured in turns of processes as
 the reads are (`timed_session`): each process brings a DB of its own to the
 row's state, then runs the step until killed, its workers counting their
