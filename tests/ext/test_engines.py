@@ -386,6 +386,16 @@ def test_multi_get_equals_get(backend, direct, tmp_path, open_db):
         assert_engine_did_io(backend, c, "read", direct=direct or engine_of(backend) == "io_uring")
 
 
+def checked_multigets(db, expected: dict[bytes, bytes], rng: random.Random, n: int = 10) -> dict:
+    """`n` MultiGets of 16 keys in distinct blocks, each checked against `expected`; the counters of
+    those alone."""
+    db.reset_counters()
+    for _ in range(n):
+        batch = spaced_keys(rng, 16)
+        assert db.multi_get(batch) == [expected[k] for k in batch]
+    return db.counters()
+
+
 @pytest.mark.parametrize("backend", RX_BACKENDS, ids=backend_id)
 def test_multiread_queue_depth(backend, big_db, open_db):
     """On one SST file with a small cache, a MultiGet batch reaches MultiRead
@@ -394,12 +404,7 @@ def test_multiread_queue_depth(backend, big_db, open_db):
     path, expected = big_db
     db = open_db(path, backend, rocksdb_options(direct=True, cache="64K", **ONE_FILE))
     assert sum(sst_files_per_level(db)) == 1
-    rng = random.Random(3)
-    db.reset_counters()
-    for _ in range(10):
-        batch = spaced_keys(rng, 16)
-        assert db.multi_get(batch) == [expected[k] for k in batch]
-    c = db.counters()
+    c = checked_multigets(db, expected, random.Random(3))
     assert c["multireads"] >= 10, c
     assert c["multiread_reqs"] >= 100, c  # most of the 160 keys are in distinct blocks
     if engine_of(backend) == "posix":
@@ -417,12 +422,7 @@ def test_a_buffered_multiread_on_libaio_reads_with_pread(backend, big_db, open_d
     makes (no io_submit, no io_getevents), with the same values and counts."""
     path, expected = big_db
     db = open_db(path, backend, rocksdb_options(direct=False, cache="64K", **ONE_FILE))
-    rng = random.Random(5)
-    db.reset_counters()
-    for _ in range(10):
-        batch = spaced_keys(rng, 16)
-        assert db.multi_get(batch) == [expected[k] for k in batch]
-    c = db.counters()
+    c = checked_multigets(db, expected, random.Random(5))
     assert c["multireads"] >= 10 and c["multiread_reqs"] >= 100, nonzero(c)
     assert sys_count(c, "pread64") >= c["multiread_reqs"], nonzero(c)
     assert sys_count(c, "io_submit") == 0 and sys_count(c, "io_getevents") == 0, nonzero(c)
