@@ -45,13 +45,16 @@ RX_BACKENDS = [b for b in BACKENDS if not b.startswith("default")]
 # 1.6 us), and a write nothing overlaps gains nothing from a queue. Likewise a
 # read RocksDB waits for on a buffered file (an SST without use_direct_reads,
 # the MANIFEST and WAL at open) uses pread64 unless buffered_reads=engine: the
-# page cache serves it inside the call. MultiRead and ReadAsync use the engine.
+# page cache serves it inside the call. MultiRead and ReadAsync use the engine,
+# except on buffered files: libaio's take pread64 (Linux AIO reads a buffered
+# file inside io_submit), and io_uring's try each request with preadv2
+# (RWF_NOWAIT) first unless buffered_batches=engine.
 ENGINE_SYSCALLS = {
     "posix": {"read": ["pread64"], "write": ["pwrite64"]},
     "libaio": {"read": ["io_submit", "io_getevents"], "write": ["io_submit", "io_getevents"]},
     "io_uring": {"read": ["io_uring_enter"], "write": ["io_uring_enter"]},
 }
-DATA_SYSCALLS = ["pread64", "pwrite64", "io_submit", "io_getevents", "io_uring_enter"]
+DATA_SYSCALLS = ["pread64", "preadv2", "pwrite64", "io_submit", "io_getevents", "io_uring_enter"]
 
 
 def pwrite_allowed(backend: str) -> bool:
@@ -62,6 +65,11 @@ def pwrite_allowed(backend: str) -> bool:
 def pread_allowed(backend: str) -> bool:
     """May this backend issue pread64 for some of its reads (those of buffered files)?"""
     return "buffered_reads=engine" not in backend
+
+
+def nowait_allowed(backend: str) -> bool:
+    """May this backend issue preadv2 (RWF_NOWAIT) for buffered batches and async reads?"""
+    return engine_of(backend) == "io_uring" and "buffered_batches=engine" not in backend
 
 
 def writes_through_engine(backend: str) -> bool:

@@ -22,6 +22,7 @@ namespace rxlab {
 // System calls of the data path, by name as strace prints them.
 #define RXLAB_SYSCALLS(X) \
   X(pread64)              \
+  X(preadv2)              \
   X(pwrite64)             \
   X(io_submit)            \
   X(io_getevents)         \
@@ -61,7 +62,7 @@ extern const char* const kSysNames[kNumSys];
   X(reads) X(read_bytes) X(max_inflight) X(writes) X(write_bytes)            \
   X(multireads) X(multiread_reqs) X(read_async) X(polls) X(aborts)           \
   X(async_completed) X(retries) X(short_reads) X(faults_injected) X(delayed) \
-  X(fixed_buf_reads)                                                         \
+  X(fixed_buf_reads) X(nowait_queued)                                        \
   X(mmap_reads) X(mmap_read_bytes) X(mmap_writes) X(mmap_write_bytes)
 
 enum Event : int {

@@ -50,8 +50,12 @@ const std::vector<OptionDef>& CommonOptions() {
       {"buffered_writes", "pwrite", "buffered (non-O_DIRECT) writes: pwrite, or engine (through this engine)"},
       {"buffered_reads", "pread",
        "buffered (non-O_DIRECT) reads RocksDB waits for one at a time: pread, or engine (through this "
-       "engine); so are libaio's MultiRead batches (Linux AIO reads a buffered file inside io_submit); "
-       "other engines' batches and async reads always use the engine"},
+       "engine); so are libaio's MultiRead batches and async reads (Linux AIO reads a buffered file inside "
+       "io_submit); io_uring's: buffered_batches"},
+      {"buffered_batches", "nowait",
+       "buffered (non-O_DIRECT) MultiRead batches and async reads on a queueing engine (io_uring): nowait "
+       "(each request first tries preadv2 with RWF_NOWAIT; only what the page cache cannot serve at once is "
+       "queued) or engine (every request queued)"},
       {"direct_writes", "pwrite",
        "O_DIRECT writes (flush, compaction): pwrite, or engine (through this engine: a submit/reap round "
        "trip per write, as RocksDB waits for each)"},
@@ -162,7 +166,7 @@ enum class Kind { kInt, kNonNegInt, kBool, kProb, kString };
 Kind KindOf(const std::string& name) {
   // buffer_align (auto, 0 or a power of two) is checked after parsing.
   if (name == "counters_path" || name == "fault_files" || name == "buffered_writes" || name == "direct_writes" ||
-      name == "buffered_reads" ||
+      name == "buffered_reads" || name == "buffered_batches" ||
       name == "buffer_align")
     return Kind::kString;
   if (name.rfind("fault_", 0) == 0 && name != "fault_seed") return Kind::kProb;
@@ -290,6 +294,10 @@ bool ParseUri(const std::string& uri, Config* cfg, std::string* err) {
     }
   if (cfg->Str("buffered_reads") != "pread" && cfg->Str("buffered_reads") != "engine") {
     *err = "option buffered_reads='" + cfg->Str("buffered_reads") + "' must be pread or engine";
+    return false;
+  }
+  if (cfg->Str("buffered_batches") != "nowait" && cfg->Str("buffered_batches") != "engine") {
+    *err = "option buffered_batches='" + cfg->Str("buffered_batches") + "' must be nowait or engine";
     return false;
   }
   const int64_t align = cfg->Int("buffer_align");

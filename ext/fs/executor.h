@@ -6,6 +6,7 @@
 // together (MultiRead). Per-thread, so no lock is taken on the IO path.
 #pragma once
 
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -287,11 +288,46 @@ struct ThreadState {
       if (direct && r % static_cast<ssize_t>(align) != 0) break;
       c->Add(kEv_short_reads);
     }
+    CountRead(done, ns);
+    return err ? err : static_cast<int64_t>(done);
+  }
+
+  // Finish's counts for a read the caller made itself in `ns` (Pread, PreadNowait).
+  RXLAB_HOT void CountRead(size_t bytes, uint64_t ns) {
+    ThreadCounters* c = counters.get();
     c->Max(kEv_max_inflight, 1);
     c->Add(kEv_reads);
-    c->Add(kEv_read_bytes, done);
+    c->Add(kEv_read_bytes, bytes);
     if (c->enabled) c->read_latency.Add(std::max<uint64_t>(ns, 1));
-    return err ? err : static_cast<int64_t>(done);
+  }
+
+  // Whether a buffered request of a batch or an async read on engine `e` is
+  // first tried with PreadNowait (buffered_batches=nowait). Only a queueing
+  // engine whose requests the kernel keeps in flight together (io_uring) gains:
+  // a request the page cache serves at once costs more through its ring (a
+  // submission entry, io_uring's request set-up, a completion entry) than one
+  // pread, and only the requests the cache cannot serve gain from the ring
+  // (docs/findings/2026-12-07-nowait-batches.md). Not with a delay or injected
+  // faults: those belong to the engine's requests.
+  RXLAB_HOT bool NowaitFirst(const Engine* e, bool file_faults) const {
+    return hot->buffered_nowait && !e->synchronous() && !e->buffered_in_submit() && hot->delay_us <= 0 &&
+           !(file_faults && hot->any_read_fault);
+  }
+
+  // One preadv2(RWF_NOWAIT) of a buffered file: the bytes the page cache
+  // holds from `offset` on, read now without waiting for the device (short:
+  // the next page is not cached, or EOF; 0: EOF), or -EAGAIN when not even
+  // the first page is, or -errno (EOPNOTSUPP: the file system cannot read
+  // without waiting). Counted as a system call only: the caller counts the
+  // read (CountRead, or Finish once the engine has the rest).
+  RXLAB_HOT int64_t PreadNowait(int fd, char* buf, size_t n, uint64_t offset) {
+    iovec v{buf, n};
+    ssize_t r;
+    {
+      SyscallTimer t(counters.get(), kSys_preadv2);
+      r = preadv2(fd, &v, 1, static_cast<off_t>(offset), RWF_NOWAIT);
+    }
+    return r < 0 ? -errno : r;
   }
 
   // Run jobs to completion on `e`: every one is queued before any is waited

@@ -3,12 +3,18 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
+
 #include "executor.h"
 #include "files.h"
 
 namespace rxlab {
 
 namespace {
+
+// A MultiRead batch up to this many requests keeps its bookkeeping on the
+// stack (RocksDB's MultiGet batches are 32 keys by default).
+constexpr size_t kStackBatch = 64;
 
 class RxRandomAccessFile final : public FSRandomAccessFile {
  public:
@@ -71,18 +77,41 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
       }
       return IOStatus::OK();
     }
-    std::vector<Job> jobs(num);
-    std::vector<Job*> ptrs(num);
-    for (size_t i = 0; i < num; i++) {
-      Prep(&jobs[i], reqs[i].offset, reqs[i].len, reqs[i].scratch);
-      ptrs[i] = &jobs[i];
+    // What the page cache holds is read now (buffered_batches=nowait); the
+    // batch keeps only the rest, and with everything cached there is none.
+    size_t* queue = nullptr;  // the requests the engine reads, by index
+    size_t queued = 0;
+    size_t on_stack[kStackBatch];
+    std::vector<size_t> on_heap;
+    if (Nowait(ts, e)) {
+      queue = num <= kStackBatch ? on_stack : (on_heap.resize(num), on_heap.data());
+      for (size_t i = 0; i < num; i++) {
+        size_t done = 0;
+        bool finished = TryNowait(ts, reqs[i].offset, reqs[i].len, reqs[i].scratch, &done);
+        reqs[i].result = Slice(reqs[i].scratch, done);
+        reqs[i].status = IOStatus::OK();
+        if (!finished) queue[queued++] = i;
+      }
+      if (queued == 0) return IOStatus::OK();
     }
-    int rc = ts->RunJobs(e, ptrs.data(), static_cast<int>(num));
+    const size_t n = queue ? queued : num;
+    std::vector<Job> jobs(n);
+    std::vector<Job*> ptrs(n);
+    for (size_t k = 0; k < n; k++) {
+      FSReadRequest& r = reqs[queue ? queue[k] : k];
+      Prep(&jobs[k], r.offset, r.len, r.scratch);
+      if (queue && !r.result.empty()) {  // nowait read the first part of it
+        jobs[k].done = r.result.size();
+        jobs[k].Arm();
+      }
+      ptrs[k] = &jobs[k];
+    }
+    int rc = ts->RunJobs(e, ptrs.data(), static_cast<int>(n));
     if (rc < 0) return ErrnoStatus("multiread", name_, -rc);
-    for (size_t i = 0; i < num; i++) {
-      reqs[i].result = Slice(reqs[i].scratch, jobs[i].err ? 0 : jobs[i].done);
-      reqs[i].status = jobs[i].err ? ErrnoStatus("read", name_, static_cast<int>(-jobs[i].err))
-                                   : IOStatus::OK();
+    for (size_t k = 0; k < n; k++) {
+      FSReadRequest& r = reqs[queue ? queue[k] : k];
+      r.result = Slice(r.scratch, jobs[k].err ? 0 : jobs[k].done);
+      r.status = jobs[k].err ? ErrnoStatus("read", name_, static_cast<int>(-jobs[k].err)) : IOStatus::OK();
     }
     return IOStatus::OK();
   }
@@ -93,6 +122,10 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
     ThreadState* ts = fs_->State();
     Engine* e = direct_ || !fs_->hot().iopoll ? ts->AsyncEngine() : ts->SyncEngine(false);
     if (!e) return IOStatus::IOError("rxlab " + fs_->config().engine + ": " + ts->error);
+    // As MultiRead: libaio would read a buffered file inside io_submit and
+    // then still need io_getevents, so the read is a pread now (buffered_reads).
+    if (!direct_ && e->buffered_in_submit() && fs_->hot().buffered_pread) e = ts->Posix();
+    if (!e) return IOStatus::IOError("rxlab " + fs_->config().engine + ": " + ts->error);
     ts->counters->Add(kEv_read_async);
     auto* h = new AsyncHandle;
     h->cb = std::move(cb);
@@ -102,6 +135,15 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
     h->job.handle = h;
     *io_handle = h;
     *del_fn = [](void* p) { delete static_cast<AsyncHandle*>(p); };
+    if (Nowait(ts, e)) {
+      if (TryNowait(ts, req.offset, req.len, req.scratch, &h->job.done)) {
+        // The page cache held it: read now, the callback delivered by Poll.
+        h->job.finished = true;
+        ts->counters->Add(kEv_async_completed);
+        return IOStatus::OK();
+      }
+      h->job.Arm();  // the engine reads the rest
+    }
     if (e->synchronous()) {
       // A synchronous engine reads now (serving any delay now); the
       // callback is delivered by Poll, as for the others.
@@ -164,6 +206,36 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
   static void PumpAsync(ThreadState* ts, Engine* e, bool block);
 
  private:
+  // Whether this file's buffered requests on `e` are first tried with
+  // RWF_NOWAIT (ThreadState::NowaitFirst), while the file system takes it.
+  bool Nowait(const ThreadState* ts, const Engine* e) const {
+    return !direct_ && nowait_ok_.load(std::memory_order_relaxed) && ts->NowaitFirst(e, faults_);
+  }
+  // Read `n` bytes at `off` with ThreadState::PreadNowait. True: finished
+  // (all read, or EOF; the read counted); false: the engine reads it from
+  // *done on (nowait_queued counts those). A short read is tried once more,
+  // which tells EOF (0) from a page not cached (EAGAIN): only the latter is
+  // queued.
+  bool TryNowait(ThreadState* ts, uint64_t off, size_t n, char* buf, size_t* done) {
+    ThreadCounters* c = ts->counters.get();
+    uint64_t ns = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+      int64_t got = ts->PreadNowait(fd_, buf + *done, n - *done, off + *done);
+      ns += c->last_syscall_ns;
+      if (got < 0) {
+        if (got == -EOPNOTSUPP) nowait_ok_.store(false, std::memory_order_relaxed);  // the engine's, from now on
+        break;  // EAGAIN (not cached), or an error the engine's read reports again
+      }
+      *done += static_cast<size_t>(got);
+      if (got == 0 || *done == n) {
+        ts->CountRead(*done, ns);
+        return true;
+      }
+    }
+    c->Add(kEv_nowait_queued);
+    return false;
+  }
+
   RXLAB_HOT void Prep(Job* j, uint64_t off, size_t n, char* buf) const {
     j->Init(Op::kRead, fd_, slot_, file_id_, off, n, buf);
     j->direct = direct_;
@@ -183,6 +255,7 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
   const size_t align_;
   int slot_ = -1;
   uint64_t file_id_ = 0;
+  std::atomic<bool> nowait_ok_{true};  // false once preadv2 answered EOPNOTSUPP
 };
 
 void DeliverAsync(ThreadState* ts, AsyncHandle* h) {

@@ -71,6 +71,7 @@ RxFileSystem::RxFileSystem(Config cfg)
   hot_.iopoll = cfg_.Bool("iopoll");
   hot_.buffered_pwrite = cfg_.Str("buffered_writes") == "pwrite";
   hot_.buffered_pread = cfg_.Str("buffered_reads") == "pread";
+  hot_.buffered_nowait = cfg_.Str("buffered_batches") == "nowait";
   hot_.direct_pwrite = cfg_.Str("direct_writes") == "pwrite";
   hot_.p_eio = cfg_.Double("fault_eio");
   hot_.p_eintr = cfg_.Double("fault_eintr");

@@ -46,6 +46,7 @@ struct HotParams {
   bool iopoll = false;
   bool buffered_pwrite = true;  // buffered_writes=pwrite
   bool buffered_pread = true;   // buffered_reads=pread
+  bool buffered_nowait = true;  // buffered_batches=nowait
   bool direct_pwrite = true;    // direct_writes=pwrite
   double p_eio = 0, p_eintr = 0, p_eagain = 0, p_short = 0;
   bool any_read_fault = false;

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import os
 import random
 import shutil
 import statistics
@@ -30,6 +31,7 @@ from conftest import (
     engine_of,
     key,
     load_db,
+    nowait_allowed,
     polled_queues_present,
     pread_allowed,
     pwrite_allowed,
@@ -73,6 +75,8 @@ def assert_engine_did_io(backend: str, c: dict, kind: str, *, direct: bool = Tru
         own_all.add("pwrite64")  # buffered writes (WAL, MANIFEST) by design
     if pread_allowed(backend):
         own_all.add("pread64")  # buffered reads (the MANIFEST and WAL at open) by design
+    if nowait_allowed(backend):
+        own_all.add("preadv2")  # buffered batches and async reads, tried at once first
     for name in DATA_SYSCALLS:
         if name not in own_all:
             assert sys_count(c, name) == 0, f"{backend} issued {name}, which is another engine's"
@@ -381,9 +385,10 @@ def test_multi_get_equals_get(backend, direct, tmp_path, open_db):
         c = db.counters()
         assert c["multireads"] > 0, "MultiGet never reached the backend's MultiRead"
         assert c["multiread_reqs"] >= c["multireads"]
-        # buffered: libaio's batches take pread (it would read them inside io_submit one by one), so the
-        # engine's calls are asked of io_uring only, whose ring keeps a buffered batch in flight together
-        assert_engine_did_io(backend, c, "read", direct=direct or engine_of(backend) == "io_uring")
+        assert_engine_did_io(backend, c, "read", direct=direct)
+        if not direct and nowait_allowed(backend):
+            # the page cache holds this DB (written buffered): io_uring's batches were read at once
+            assert sys_count(c, "preadv2") >= c["multiread_reqs"] and c["nowait_queued"] == 0, nonzero(c)
 
 
 def checked_multigets(db, expected: dict[bytes, bytes], rng: random.Random, n: int = 10) -> dict:
@@ -427,6 +432,92 @@ def test_a_buffered_multiread_on_libaio_reads_with_pread(backend, big_db, open_d
     assert sys_count(c, "pread64") >= c["multiread_reqs"], nonzero(c)
     assert sys_count(c, "io_submit") == 0 and sys_count(c, "io_getevents") == 0, nonzero(c)
     assert c["reads"] >= c["multiread_reqs"] and c["max_inflight"] <= 1, nonzero(c)
+
+
+def drop_from_page_cache(path: Path) -> None:
+    """Evict the DB's SST files from the page cache (their pages are clean: written and synced)."""
+    for sst in path.glob("*.sst"):
+        fd = os.open(sst, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def read_into_page_cache(path: Path) -> None:
+    for sst in path.glob("*.sst"):
+        sst.read_bytes()
+
+
+@pytest.mark.parametrize("backend", ["io_uring", "io_uring?registered_files=1&fixed_buffers=1",
+                                     "io_uring?buffered_batches=engine"], ids=backend_id)
+def test_a_buffered_multiread_on_io_uring_queues_only_what_is_not_cached(backend, big_db, open_db,
+                                                                          tmp_path):
+    """io_uring tries each request of a buffered batch with preadv2(RWF_NOWAIT) first: what the page cache
+    holds is read at once, without the ring; only the rest is queued, in flight together. With
+    buffered_batches=engine every request is queued."""
+    src, expected = big_db
+    path = private_copy(src, tmp_path)  # its own files: evicting them leaves the other tests' alone
+    db = open_db(path, backend, rocksdb_options(direct=False, cache="64K", **ONE_FILE))
+    drop_from_page_cache(path)
+    cold = checked_multigets(db, expected, random.Random(11))
+    read_into_page_cache(path)
+    warm = checked_multigets(db, expected, random.Random(12))
+    for c in (cold, warm):
+        assert c["multireads"] >= 10 and c["multiread_reqs"] >= 100, nonzero(c)
+        assert c["reads"] == c["multiread_reqs"] and sys_count(c, "pread64") == 0, nonzero(c)
+    if not nowait_allowed(backend):
+        for c in (cold, warm):
+            assert sys_count(c, "preadv2") == 0 and c["nowait_queued"] == 0, nonzero(c)
+            assert sys_count(c, "io_uring_enter") >= c["multireads"], nonzero(c)
+        return
+    # one try per request, two where the first read part of it (the second tells EOF from a missing page)
+    for c in (cold, warm):
+        assert c["multiread_reqs"] <= sys_count(c, "preadv2") <= 2 * c["multiread_reqs"], nonzero(c)
+    assert sys_count(warm, "preadv2") == warm["multiread_reqs"], nonzero(warm)
+    # cold: nearly every block missed, and the misses of a batch were in flight together
+    assert cold["nowait_queued"] >= cold["multiread_reqs"] // 2, nonzero(cold)
+    assert sys_count(cold, "io_uring_enter") > 0 and cold["max_inflight"] >= 8, nonzero(cold)
+    # warm: every block read at once, the ring never entered
+    assert warm["nowait_queued"] == 0 and sys_count(warm, "io_uring_enter") == 0, nonzero(warm)
+    assert warm["max_inflight"] == 1, nonzero(warm)
+
+
+@pytest.mark.parametrize("backend", ["io_uring", "io_uring?buffered_batches=engine", "libaio"],
+                         ids=backend_id)
+def test_a_buffered_async_scan_reads_what_is_cached_at_once(backend, big_db, open_db, tmp_path):
+    """An async_io scan of buffered files: io_uring's ReadAsync tries preadv2(RWF_NOWAIT) first and queues
+    what the page cache lacks (buffered_batches=engine: all of it); libaio's is a pread, as Linux AIO would
+    read a buffered file inside io_submit. The scan returns the sync scan's entries either way."""
+    src, expected = big_db
+    path = private_copy(src, tmp_path)
+    db = open_db(path, backend, rocksdb_options(direct=False, block_align=False, cache="1M", **ONE_FILE))
+    want = sorted(expected.items())
+    counts = {}
+    for state in ("cold", "warm"):
+        if state == "cold":
+            drop_from_page_cache(path)
+        else:
+            read_into_page_cache(path)
+        db.reset_counters()
+        assert db.scan(async_io=True, readahead_size=256 << 10) == want
+        c = counts[state] = db.counters()
+        assert c["read_async"] > 0 and c["polls"] > 0, nonzero(c)
+        assert c["read_bytes"] >= sum(len(v) for v in expected.values()), nonzero(c)
+    if engine_of(backend) == "libaio":
+        for c in counts.values():
+            assert sys_count(c, "pread64") >= c["read_async"], nonzero(c)
+            assert sys_count(c, "io_submit") == 0 and sys_count(c, "io_getevents") == 0, nonzero(c)
+    elif nowait_allowed(backend):
+        cold, warm = counts["cold"], counts["warm"]
+        assert sys_count(cold, "preadv2") >= cold["read_async"], nonzero(cold)
+        assert cold["nowait_queued"] > 0 and sys_count(cold, "io_uring_enter") > 0, nonzero(cold)
+        assert warm["nowait_queued"] == 0 and sys_count(warm, "io_uring_enter") == 0, nonzero(warm)
+        assert warm["async_completed"] >= warm["read_async"], nonzero(warm)
+    else:
+        for c in counts.values():
+            assert sys_count(c, "preadv2") == 0 and sys_count(c, "io_uring_enter") > 0, nonzero(c)
 
 
 def io_uring_fds() -> int:
@@ -911,6 +1002,7 @@ BAD_INPUT = [
     ("posix?delay_us", "", ValueError, ["delay_us"]),
     ("posix?enospc_after=lots", "", ValueError, ["enospc_after", "lots"]),
     ("libaio?buffered_reads=aio", "", ValueError, ["buffered_reads='aio'", "pread or engine"]),
+    ("io_uring?buffered_batches=maybe", "", ValueError, ["buffered_batches='maybe'", "nowait or engine"]),
     ("posix?buffer_align=page", "", ValueError, ["buffer_align=page", "auto, 0"]),
     ("libaio?buffer_align=768", "", ValueError, ["buffer_align=768", "power of two"]),
     ("default?foo=1", "", ValueError, ["foo=1"]),
