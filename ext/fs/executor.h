@@ -318,7 +318,7 @@ struct ThreadState {
   // holds from `offset` on, read now without waiting for the device (short:
   // the next page is not cached, or EOF; 0: EOF), or -EAGAIN when not even
   // the first page is, or -errno (EOPNOTSUPP: the file system cannot read
-  // without waiting). Counted as a system call only: the caller counts the
+  // without waiting; ENOSYS before Linux 4.6). Counted as a system call only: the caller counts the
   // read (CountRead, or Finish once the engine has the rest).
   RXLAB_HOT int64_t PreadNowait(int fd, char* buf, size_t n, uint64_t offset) {
     iovec v{buf, n};

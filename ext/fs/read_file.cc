@@ -87,7 +87,9 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
       queue = num <= kStackBatch ? on_stack : (on_heap.resize(num), on_heap.data());
       for (size_t i = 0; i < num; i++) {
         size_t done = 0;
-        bool finished = TryNowait(ts, reqs[i].offset, reqs[i].len, reqs[i].scratch, &done);
+        // (a try that found the file system cannot do it turns the rest off)
+        bool finished = nowait_ok_.load(std::memory_order_relaxed) &&
+                        TryNowait(ts, reqs[i].offset, reqs[i].len, reqs[i].scratch, &done);
         reqs[i].result = Slice(reqs[i].scratch, done);
         reqs[i].status = IOStatus::OK();
         if (!finished) queue[queued++] = i;
@@ -223,8 +225,12 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
       int64_t got = ts->PreadNowait(fd_, buf + *done, n - *done, off + *done);
       ns += c->last_syscall_ns;
       if (got < 0) {
-        if (got == -EOPNOTSUPP) nowait_ok_.store(false, std::memory_order_relaxed);  // the engine's, from now on
-        break;  // EAGAIN (not cached), or an error the engine's read reports again
+        // EAGAIN: not cached. Anything else (EOPNOTSUPP: the file system
+        // cannot read without waiting; ENOSYS; an IO error) turns this file's
+        // tries off: its reads are the engine's from now on, which reports a
+        // real error again.
+        if (got != -EAGAIN && got != -EINTR) nowait_ok_.store(false, std::memory_order_relaxed);
+        break;
       }
       *done += static_cast<size_t>(got);
       if (got == 0 || *done == n) {
@@ -255,7 +261,7 @@ class RxRandomAccessFile final : public FSRandomAccessFile {
   const size_t align_;
   int slot_ = -1;
   uint64_t file_id_ = 0;
-  std::atomic<bool> nowait_ok_{true};  // false once preadv2 answered EOPNOTSUPP
+  std::atomic<bool> nowait_ok_{true};  // false once preadv2 failed otherwise than EAGAIN
 };
 
 void DeliverAsync(ThreadState* ts, AsyncHandle* h) {

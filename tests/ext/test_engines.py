@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import errno
 import os
 import random
 import shutil
 import statistics
+import tempfile
 import threading
 import time
 import zlib
@@ -482,6 +484,44 @@ def test_a_buffered_multiread_on_io_uring_queues_only_what_is_not_cached(backend
     # warm: every block read at once, the ring never entered
     assert warm["nowait_queued"] == 0 and sys_count(warm, "io_uring_enter") == 0, nonzero(warm)
     assert warm["max_inflight"] == 1, nonzero(warm)
+
+
+def nowait_unsupported_dir() -> Path | None:
+    """A writable directory whose file system answers RWF_NOWAIT reads with EOPNOTSUPP (tmpfs), or None."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or not os.access(shm, os.W_OK):
+        return None
+    probe = shm / f"rxlab-nowait-probe-{os.getpid()}"
+    try:
+        probe.write_bytes(b"x" * 8192)
+        fd = os.open(probe, os.O_RDONLY)
+        try:
+            os.preadv(fd, [bytearray(4096)], 0, os.RWF_NOWAIT)
+        except OSError as e:
+            return shm if e.errno == errno.EOPNOTSUPP else None
+        finally:
+            os.close(fd)
+    finally:
+        probe.unlink(missing_ok=True)
+    return None
+
+
+def test_a_file_system_without_nowait_reads_leaves_the_batches_to_the_ring(big_db, open_db):
+    """On a file system that cannot read without waiting (tmpfs answers RWF_NOWAIT with EOPNOTSUPP) each
+    file is tried once: its requests then go to io_uring's ring, and MultiGet returns the same values."""
+    where = nowait_unsupported_dir()
+    if where is None:
+        pytest.skip("no writable file system here answers RWF_NOWAIT with EOPNOTSUPP (tmpfs at /dev/shm)")
+    src, expected = big_db
+    with tempfile.TemporaryDirectory(dir=where, prefix="rxlab-nowait-") as d:
+        path = private_copy(src, Path(d))
+        db = open_db(path, "io_uring", rocksdb_options(direct=False, cache="64K", **ONE_FILE))
+        c = checked_multigets(db, expected, random.Random(13))
+        db.close()
+    files = sum(1 for _ in src.glob("*.sst"))
+    assert c["multiread_reqs"] >= 100 and c["reads"] == c["multiread_reqs"], nonzero(c)
+    assert 1 <= sys_count(c, "preadv2") <= files and c["nowait_queued"] == sys_count(c, "preadv2"), nonzero(c)
+    assert sys_count(c, "io_uring_enter") >= c["multireads"], nonzero(c)
 
 
 @pytest.mark.parametrize("backend", ["io_uring", "io_uring?buffered_batches=engine", "libaio"],
