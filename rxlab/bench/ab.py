@@ -45,6 +45,7 @@ from pathlib import Path
 from rxlab.bench import driver, timed, turns
 from rxlab.core import builds, sysinfo
 from rxlab.core import params as checks
+from rxlab.core.pagecache import page_in
 
 __all__ = ["PREPARED", "READS", "READ_SPEC", "TIMED", "WRITES", "Prepared", "Side", "measure_words",
            "parse_side", "prepare", "read_session", "read_spec", "timed_session", "write_run", "write_step"]
@@ -179,17 +180,6 @@ def prepare(sides: Sequence[Side], work: Path, num: int, *, direct: bool = True,
                 page_in(db)
         out[s.text] = made[name]
     return out
-
-
-def page_in(db: Path) -> int:
-    """Read every file under `db` once through the page cache; returns the bytes read."""
-    n = 0
-    for f in sorted(db.rglob("*")):
-        if f.is_file():
-            with f.open("rb", buffering=0) as fh:
-                while chunk := fh.read(8 << 20):
-                    n += len(chunk)
-    return n
 
 
 _READER = """

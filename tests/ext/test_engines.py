@@ -44,6 +44,7 @@ from conftest import (
 
 import rxlab
 from rxlab import _core
+from rxlab.core.pagecache import page_in, page_out
 
 MS = 1e-3
 
@@ -436,22 +437,6 @@ def test_a_buffered_multiread_on_libaio_reads_with_pread(backend, big_db, open_d
     assert c["reads"] >= c["multiread_reqs"] and c["max_inflight"] <= 1, nonzero(c)
 
 
-def drop_from_page_cache(path: Path) -> None:
-    """Evict the DB's SST files from the page cache (their pages are clean: written and synced)."""
-    for sst in path.glob("*.sst"):
-        fd = os.open(sst, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-
-
-def read_into_page_cache(path: Path) -> None:
-    for sst in path.glob("*.sst"):
-        sst.read_bytes()
-
-
 @pytest.mark.parametrize("backend", ["io_uring", "io_uring?registered_files=1&fixed_buffers=1",
                                      "io_uring?buffered_batches=engine"], ids=backend_id)
 def test_a_buffered_multiread_on_io_uring_queues_only_what_is_not_cached(backend, big_db, open_db,
@@ -462,9 +447,9 @@ def test_a_buffered_multiread_on_io_uring_queues_only_what_is_not_cached(backend
     src, expected = big_db
     path = private_copy(src, tmp_path)  # its own files: evicting them leaves the other tests' alone
     db = open_db(path, backend, rocksdb_options(direct=False, cache="64K", **ONE_FILE))
-    drop_from_page_cache(path)
+    page_out(path)
     cold = checked_multigets(db, expected, random.Random(11))
-    read_into_page_cache(path)
+    page_in(path)
     warm = checked_multigets(db, expected, random.Random(12))
     for c in (cold, warm):
         assert c["multireads"] >= 10 and c["multiread_reqs"] >= 100, nonzero(c)
@@ -537,9 +522,9 @@ def test_a_buffered_async_scan_reads_what_is_cached_at_once(backend, big_db, ope
     counts = {}
     for state in ("cold", "warm"):
         if state == "cold":
-            drop_from_page_cache(path)
+            page_out(path)
         else:
-            read_into_page_cache(path)
+            page_in(path)
         db.reset_counters()
         assert db.scan(async_io=True, readahead_size=256 << 10) == want
         c = counts[state] = db.counters()

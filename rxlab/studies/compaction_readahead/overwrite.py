@@ -19,6 +19,7 @@ from pathlib import Path
 
 from rxlab.bench import driver
 from rxlab.core.cgroup import CgroupSupport, MemoryCgroup
+from rxlab.core.pagecache import page_out
 from rxlab.studies.compaction_readahead.params import KEY_SIZE, MIB, Params, Settings
 
 CHILD_MODULE = "rxlab.studies.compaction_readahead.child"
@@ -78,14 +79,7 @@ def evict(db: Path, how: str) -> str:
             return "drop_caches"
         except OSError:
             pass  # fall through to the DB's own files
-    for p in Path(db).rglob("*"):
-        if p.is_file():
-            fd = os.open(p, os.O_RDONLY)
-            try:
-                os.fdatasync(fd)
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
+    page_out(db)
     return "fadvise"
 
 
