@@ -12,7 +12,7 @@ from rxlab.core import store
 from rxlab.core.paths import REPO
 from rxlab.core.resolution import AA, AB_MIN_TURNS, DEFAULT_TARGET_PCT, format_comparison
 from rxlab.core.study import SCALES
-from rxlab.studies.ab import AB, comparison_table, cpu_column, cpu_table
+from rxlab.studies.ab import AB, comparison_table, cpu_column, cpu_table, history
 
 TITLE = "comparisons"
 
@@ -59,11 +59,19 @@ def add_parser(sub) -> None:
                    help="where the DB is made (default: a scratch folder, removed)")
     p.add_argument("--runs", metavar="DIR", help="results store (default: $RXLAB_RUNS or data/runs)")
     p.add_argument("--out", metavar="DIR",
-                   help="the figure, tables and findings (default: data/studies/ab/ID)")
+                   help="the figure, tables and findings (default: data/studies/ab/ID); with --history, "
+                        "the history figure and its table (default: none)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (ratio, lo, hi, turns, seconds, resolved, ...) on stdout, "
                         "progress on stderr")
     p.add_argument("--quiet", action="store_true", help="no progress")
+    p.add_argument("--history", action="store_true",
+                   help="measure nothing: list the stored studies of this comparison on this host (same "
+                        "sides, workload, threads, condition, O_DIRECT and sizes) and pool them, with the "
+                        "spread between studies that one study's interval cannot see")
+    p.add_argument("--since", metavar="ID|DATE",
+                   help="pool only the studies from this study id or UTC date on (2026-12-07T17:00), e.g. "
+                        "after a change to what is compared (default: all of them)")
     p.set_defaults(fn=_run)
 
 
@@ -76,7 +84,10 @@ def _run(a) -> int:
     params = AB.params(a=a.a, b=a.b, workload=a.workload, threads=a.threads, target=a.target, budget=a.budget,
                        min_turns=a.min_turns, num=a.num, scale=a.scale, db_dir=a.db_dir,
                        condition=a.condition, direct=direct)
+    since = history.since_id(a.since)            # a bad --since is one line before anything is measured
     root = Path(a.runs) if a.runs else store.default_root()
+    if a.history:
+        return _history(a, params, root, since, direct)
     t0 = time.monotonic()
     try:
         result = AB.run(params, root, progress=not a.quiet)
@@ -91,6 +102,7 @@ def _run(a) -> int:
     aa = t[t["config"] == AA]
     aa = aa.iloc[0].to_dict() if len(aa) else {}
     decided = result.turns or {}
+    pooled = _pool(root, params, since)
     if a.json:
         print(json.dumps({
             "a": a.a, "b": a.b, "workload": a.workload, "threads": a.threads, "condition": a.condition,
@@ -103,7 +115,8 @@ def _run(a) -> int:
             "aa": {**{k: _num(aa.get(k)) for k in ("ratio", "lo", "hi", "half_width")},
                    "turns": int(aa.get("turns", 0))},
             "cpu": _cpu(result),
-            "study": result.study, "outputs": str(out)}))
+            "study": result.study, "outputs": str(out),
+            "studies": _pooled_json(*pooled)}))
         return 0
     busy = ", beside a busy neighbour" if a.condition == "busy" else ""
     cached = "" if direct else ", O_DIRECT off"
@@ -115,7 +128,64 @@ def _run(a) -> int:
     for r in c.to_dict("records"):
         print(f"  {measure_words(a.workload, direct)[1]}: {format_comparison(r)}")
     print(f"  {seconds:.0f} s in all; study ab {result.study}: figure, tables and findings in {out}")
+    print(f"  {history.describe_pooled(pooled[0], pooled[1], a.target)}"
+          + ("" if pooled[1]["k"] < 2 else f" (`rxlab ab {a.a} {a.b} ... --history` lists them)"))
     return 0
+
+
+def _pool(root: Path, params, since: str | None) -> tuple:
+    """The stored studies of this comparison (this one included) and their pooled ratio."""
+    table = history.history_table(root, history.earlier_studies(root, params.as_dict(), since=since))
+    return table, history.pooled(table)
+
+
+def _pooled_json(table, p) -> dict:
+    return {"k": int(p["k"]), **{k: _num(p[k]) for k in ("ratio", "lo", "hi")},
+            "half_width_pct": _num(p["half_width"]), "between_pct": _num(p["between_pct"]),
+            "q": _num(p["q"]), "p": _num(p["p"]), "ids": list(table["study"])}
+
+
+def _history(a, params, root: Path, since: str | None, direct: bool) -> int:
+    """`--history`: the stored studies of this comparison, pooled; nothing measured."""
+    table, p = _pool(root, params, since)
+    what = (f"{a.b} / {a.a}, {a.workload}, {a.threads} thread(s), {a.condition}, O_DIRECT "
+            f"{'on' if direct else 'off'}, scale {a.scale}")
+    if table.empty:
+        print(f"rxlab ab: no complete study of {what} in {root} on this host"
+              + (f" since {a.since}" if a.since else "") + "; run it without --history", file=sys.stderr)
+        return 1
+    if a.out:
+        _save_history(table, p, Path(a.out), a)
+    if a.json:
+        print(json.dumps({"a": a.a, "b": a.b, "workload": a.workload, "threads": a.threads,
+                          "condition": a.condition, "direct": direct, "scale": a.scale,
+                          "studies": [{k: (_num(v) if isinstance(v, float) else v) for k, v in r.items()}
+                                      for r in table.to_dict("records")],
+                          "pooled": _pooled_json(table, p)}))
+        return 0
+    print(f"{what}:")
+    for r in table.to_dict("records"):
+        print(f"  {r['study']} ({r['commit'] or 'commit unknown'}): {r['ratio']:.3f} "
+              f"[{r['lo']:.3f}..{r['hi']:.3f}] +-{r['half_width']:.1f}%, {r['turns']} turns, "
+              f"A/A {r['aa_ratio']:.3f} +-{r['aa_half_width']:.1f}%")
+    print(f"  {history.describe_pooled(table, p, a.target)}")
+    if a.out:
+        print(f"  figure and table in {a.out}")
+    return 0
+
+
+def _save_history(table, p, out: Path, a) -> None:
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - pyplot only when drawing
+
+    from rxlab.core import figures  # noqa: PLC0415 - matplotlib only when drawing
+
+    out.mkdir(parents=True, exist_ok=True)
+    t = history.forest_table(table, p, a.a, a.b, a.target)
+    table.to_csv(out / "history_studies.csv", index=False)
+    fig = history.draw(t)
+    figures.save(fig, "history", table=t, study="ab", directory=out,
+                 notes=f"{len(table)} studies of {a.b} / {a.a} ({a.workload}) pooled with a random effect")
+    plt.close(fig)
 
 
 def _cpu(result) -> dict:

@@ -139,3 +139,31 @@ def test_the_installed_modules_build_is_a_side_without_a_module_of_its_own():
     key = builds.installed_build().name
     side = parse_side(f"build:{key}", "a")
     assert side.kind == "build" and side.build == key and side.env == {builds.BUILD_ENV: key}
+
+
+@pytest.mark.timeout(200)
+def test_history_pools_the_stored_studies_of_one_comparison(tmp_path):
+    """Two studies of one comparison in a store: the second's --json pools both; --history lists and
+    pools them without measuring (and draws them with --out); --since leaves out the first."""
+    first, _ = _ab_row(tmp_path, "default", "posix", "flush", "--num", "20000", budget="10s")
+    assert first["studies"]["k"] == 1 and first["studies"]["ids"] == [first["study"]]
+    second, _ = _ab_row(tmp_path, "default", "rxlab://posix", "flush", "--num", "20000", budget="10s")
+    pooled = second["studies"]
+    assert pooled["k"] == 2 and pooled["ids"] == [first["study"], second["study"]]
+    assert pooled["lo"] <= pooled["ratio"] <= pooled["hi"] and pooled["between_pct"] >= 0
+    base = ("ab", "default", "posix", "--workload", "flush", "--num", "20000", "--scale", "smoke",
+            "--runs", tmp_path / "runs")
+    r = run_cli(*base, "--history", "--json", "--out", tmp_path / "hist", timeout=60)
+    assert r.returncode == 0, describe(r)
+    h = json.loads(r.stdout)
+    assert [s["study"] for s in h["studies"]] == pooled["ids"] and h["pooled"]["ratio"] == pooled["ratio"]
+    assert (tmp_path / "hist" / "history.png").stat().st_size > 0
+    runs = 3 * (first["turns"] + second["turns"])
+    assert len(list((tmp_path / "runs").glob("2*"))) == runs        # --history measured nothing
+    r = run_cli(*base, "--history", "--since", second["study"], timeout=60)
+    assert r.returncode == 0 and "1 study of this comparison" in r.stdout, describe(r)
+    r = run_cli(*base[:4], "compact", *base[5:], "--history", timeout=60)
+    assert r.returncode == 1 and "no complete study of posix / default, compact" in r.stderr, describe(r)
+    r = run_cli(*base, "--history", "--since", "last tuesday", timeout=60)
+    assert r.returncode == 2 and "since='last tuesday'" in r.stderr, describe(r)
+    assert len(r.stderr.strip().splitlines()) == 1, describe(r)
