@@ -453,6 +453,7 @@ def run_metadata(meta: dict) -> dict:
         "rocksdb_build": build.get("key"),
         "rxlab_version": fp.get("rxlab_version"),
         "git_commit": fp.get("git_commit"),
+        "git_dirty": fp.get("git_dirty"),      # measured from a working tree that differed from the commit
     }
     cols.update(_scalar_items({k: v for k, v in spec.items() if k != "steps"}, "spec"))
     return cols

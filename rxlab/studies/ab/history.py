@@ -109,8 +109,9 @@ def history_table(root: str | Path, manifests: list[dict]) -> pd.DataFrame:
         b = b.iloc[0]
         commits = result.frame["git_commit"].dropna().unique() if "git_commit" in result.frame else []
         commit = str(commits[0])[:10] if len(commits) == 1 else "several" if len(commits) else ""
-        rows.append({"study": str(m["id"]), "started_utc": m.get("started_utc", ""),
-                     "commit": commit,
+        if commit and "git_dirty" in result.frame and result.frame["git_dirty"].eq(True).any():
+            commit += " with changes"        # measured from a working tree that differed from its commit
+        rows.append({"study": str(m["id"]), "started_utc": m.get("started_utc", ""), "commit": commit,
                      "ratio": b["ratio"], "lo": b["lo"], "hi": b["hi"], "half_width": b["half_width"],
                      "turns": int(b["turns"]), "resolved": bool(b["resolved"]),
                      **{f"aa_{k}": aa[k].iloc[0] if len(aa) else float("nan")
