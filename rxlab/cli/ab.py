@@ -103,6 +103,8 @@ def _run(a) -> int:
     aa = aa.iloc[0].to_dict() if len(aa) else {}
     decided = result.turns or {}
     pooled = _pool(root, params, since)
+    with open(out / "findings.md", "a") as f:      # the study's findings say what its repeats say
+        f.write(f"- {history.describe_pooled(pooled[0], pooled[1], a.target)}\n")
     if a.json:
         print(json.dumps({
             "a": a.a, "b": a.b, "workload": a.workload, "threads": a.threads, "condition": a.condition,

@@ -93,8 +93,8 @@ def pooled_ratio(ratios: Sequence[float], los: Sequence[float], his: Sequence[fl
     tau2 = max(0.0, (q - (k - 1)) / float(w.sum() - (w**2).sum() / w.sum()))
     ws = 1 / (se**2 + tau2)
     mu = float((ws * x).sum() / ws.sum())
-    # never narrower than the interval of known variances: studies that agree by chance would otherwise
-    # pool to an interval far narrower than any of them (three of +-2.4-3.5% gave +-0.4%)
+    # never narrower than the inverse-variance interval: Hartung and Knapp's variance comes from how much
+    # the studies differ, so a few that agree closely by chance would pool narrower than any of them
     var = max(float((ws * (x - mu) ** 2).sum()) / ((k - 1) * float(ws.sum())), 1 / float(ws.sum()))
     half = _t_quantile(k - 1, level) * math.sqrt(var)
     from scipy import stats as sps  # noqa: PLC0415 - scipy's import costs; only a pooling needs it

@@ -151,6 +151,7 @@ def test_history_pools_the_stored_studies_of_one_comparison(tmp_path):
     pooled = second["studies"]
     assert pooled["k"] == 2 and pooled["ids"] == [first["study"], second["study"]]
     assert pooled["lo"] <= pooled["ratio"] <= pooled["hi"] and pooled["between_pct"] >= 0
+    assert "2 studies of this comparison on this host" in (tmp_path / "out" / "findings.md").read_text()
     base = ("ab", "default", "posix", "--workload", "flush", "--num", "20000", "--scale", "smoke",
             "--runs", tmp_path / "runs")
     r = run_cli(*base, "--history", "--json", "--out", tmp_path / "hist", timeout=60)

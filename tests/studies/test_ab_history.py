@@ -1,7 +1,9 @@
-"""Which stored `rxlab ab` studies measured one comparison (rxlab.studies.ab.history.comparison_key)."""
+"""Which stored `rxlab ab` studies measured one comparison (rxlab.studies.ab.history.comparison_key), and
+what their pool prints and draws."""
+import pandas as pd
 import pytest
 
-from rxlab.studies.ab.history import comparison_key, since_id
+from rxlab.studies.ab.history import comparison_key, describe_pooled, forest_table, pooled, since_id
 
 BASE = {"a": "default", "b": "io_uring?registered_files=1&buffered_batches=engine", "workload": "readrandom",
         "threads": 1, "condition": "quiet", "direct": True, "scale": "small", "num": None, "rounds": None,
@@ -31,3 +33,20 @@ def test_since_is_a_study_id_or_a_date():
     assert since_id(None) is None
     with pytest.raises(ValueError, match="since='soon': expected a study id"):
         since_id("soon")
+
+
+def test_the_figure_table_has_each_study_its_band_and_the_pool():
+    t = pd.DataFrame({"study": ["20261207T184342aebd", "20261207T184359e3d5"],
+                      "started_utc": ["2026-12-07T18:43:42Z", "2026-12-07T18:43:59Z"], "commit": ["", ""],
+                      "ratio": [1.04, 1.02], "lo": [1.01, 0.99], "hi": [1.07, 1.05], "half_width": [3.0, 3.0],
+                      "turns": [27, 27], "resolved": [False, False], "aa_ratio": [1.0, float("nan")],
+                      "aa_lo": [0.97, float("nan")], "aa_hi": [1.03, float("nan")],
+                      "aa_half_width": [3.0, float("nan")]})
+    p = pooled(t)
+    f = forest_table(t, p, "default", "posix", target=2.0)
+    # two studies started in one minute stay two categories; the A/A band only where there was one
+    assert list(f["study"]) == ["12-07 18:43", "12-07 18:43", "12-07 18:43 e3d5", "pooled"]
+    assert list(f["config"]) == ["posix", "A/A", "posix", "posix"]
+    assert f.iloc[-1]["ratio"] == pytest.approx(p["ratio"]) and not f.iloc[-1]["resolved"]
+    assert describe_pooled(t, p, 2.0).startswith("2 studies of this comparison on this host (1.040, 1.020)")
+    assert describe_pooled(t.iloc[:0], pooled(t.iloc[:0]), 2.0).startswith("no stored study")

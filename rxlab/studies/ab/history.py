@@ -128,6 +128,8 @@ def describe_pooled(table: pd.DataFrame, p: Mapping, target: float) -> str:
     """The pooled line: how many studies, their ratios, the spread between them, the pooled ratio."""
     k = int(p["k"])
     ratios = ", ".join(f"{r:.3f}" for r in table["ratio"])
+    if k == 0:
+        return "no stored study of this comparison on this host with an interval: nothing to pool"
     if k < 2:
         return f"1 study of this comparison on this host ({ratios}): nothing to pool yet"
     agree = (f"they disagree beyond their intervals (Cochran's Q {p['q']:.1f}, p {p['p']:.3f}; between "
@@ -142,9 +144,11 @@ def describe_pooled(table: pd.DataFrame, p: Mapping, target: float) -> str:
 def forest_table(table: pd.DataFrame, p: Mapping, a: str, b: str, target: float) -> pd.DataFrame:
     """What the history figure draws, in ratio_plot's columns: per study (by its start) B / A with its
     interval and A's A/A band, then the pooled ratio, resolved when its interval is within `target`."""
-    rows = []
+    rows, seen = [], set()
     for r in table.to_dict("records"):
         when = pd.Timestamp(r["started_utc"]).strftime("%m-%d %H:%M") if r["started_utc"] else r["study"]
+        when = when if when not in seen else f"{when} {r['study'][-4:]}"   # two studies in one minute
+        seen.add(when)
         rows.append({"study": when, "config": b, "base": a, "ratio": r["ratio"], "lo": r["lo"], "hi": r["hi"],
                      "half_width": r["half_width"], "resolved": r["resolved"], "turns": r["turns"]})
         if pd.notna(r["aa_ratio"]):
