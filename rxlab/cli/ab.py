@@ -103,8 +103,9 @@ def _run(a) -> int:
     aa = aa.iloc[0].to_dict() if len(aa) else {}
     decided = result.turns or {}
     pooled = _pool(root, params, since)
+    pool_line = history.describe_pooled(pooled[0], pooled[1], a.target)
     with open(out / "findings.md", "a") as f:      # the study's findings say what its repeats say
-        f.write(f"- {history.describe_pooled(pooled[0], pooled[1], a.target)}\n")
+        f.write(f"- {pool_line}\n")
     if a.json:
         print(json.dumps({
             "a": a.a, "b": a.b, "workload": a.workload, "threads": a.threads, "condition": a.condition,
@@ -130,8 +131,8 @@ def _run(a) -> int:
     for r in c.to_dict("records"):
         print(f"  {measure_words(a.workload, direct)[1]}: {format_comparison(r)}")
     print(f"  {seconds:.0f} s in all; study ab {result.study}: figure, tables and findings in {out}")
-    print(f"  {history.describe_pooled(pooled[0], pooled[1], a.target)}"
-          + ("" if pooled[1]["k"] < 2 else f" (`rxlab ab {a.a} {a.b} ... --history` lists them)"))
+    more = "" if pooled[1]["k"] < 2 else f" (`rxlab ab {a.a} {a.b} ... --history` lists them)"
+    print(f"  {pool_line}{more}")
     return 0
 
 
