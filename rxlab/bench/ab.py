@@ -217,7 +217,8 @@ def read_session(a: Side, b: Side, dbs: Mapping[str, Path], *, num: int, threads
                  direct: bool = True, progress: bool = False) -> list[dict]:
     """One turn of reads: a session of A, B and A again (fresh processes, other keys each turn); rows of
     config, copy, value, reads, ops, wall_s and the CPU beside the value. With O_DIRECT the value is the
-    side's pooled device reads per second, its CPU per device read beside (cpu_per_read_us); without,
+    side's pooled device reads per second, its CPU per device read beside (cpu_per_read_us), and the
+    device's time per read (device_us_per_read, the block layer's await) and bytes per read; without,
     its operations per second and CPU per operation (cpu_per_op_us)."""
     seed = 1000 * (turn + 1)
     db = dbs[a.text]
@@ -234,7 +235,8 @@ def read_session(a: Side, b: Side, dbs: Mapping[str, Path], *, num: int, threads
     finally:
         for p in ops.values():
             p.unlink(missing_ok=True)
-    g = df.groupby("contender")[["cpu_s", "reads", "ops", "wall_s"]].sum()
+    dev = [c for c in ("dev_read_bytes", "dev_read_ms") if c in df.columns] if direct else []
+    g = df.groupby("contender")[["cpu_s", "reads", "ops", "wall_s", *dev]].sum()
     which = {"A": (a.text, 0), "B": (b.text, 0), "A" + CONTROL: (a.text, 1)}
     rows = []
     for who, (config, copy) in which.items():
@@ -243,6 +245,10 @@ def read_session(a: Side, b: Side, dbs: Mapping[str, Path], *, num: int, threads
         rows.append({"config": config, "copy": copy, "value": count / r["wall_s"] if r["wall_s"] else 0.0,
                      cpu: 1e6 * r["cpu_s"] / count if count else float("nan"),
                      "reads": int(r["reads"]), "ops": int(r["ops"]), "wall_s": float(r["wall_s"])})
+        if dev and r["reads"]:
+            # where a read's time goes: the device's (its await) and the size the device was asked
+            rows[-1].update(device_us_per_read=1e3 * r["dev_read_ms"] / r["reads"],
+                            bytes_per_read=r["dev_read_bytes"] / r["reads"])
     return rows
 
 

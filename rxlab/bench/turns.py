@@ -285,7 +285,7 @@ def measure(contenders: Callable[[int], Sequence[Contender]] | Sequence[Contende
             cpus: set[int] | None = None, progress: bool = True, placement: bool = False,
             on_session: Callable[[pd.DataFrame], None] | None = None) -> pd.DataFrame:
     """One row per slice: session, contender, pid, round, position in the round, wall_s, cpu_s,
-    sleeps, read_syscalls, dev_reads, dev_read_bytes, and per read: cpu_per_read_us, reads_per_s,
+    sleeps, read_syscalls, dev_reads, dev_read_bytes, dev_read_ms, and per read: cpu_per_read_us, reads_per_s,
     sleeps_per_read. `reads` is the device's count when `disk` is given, else read syscalls. Where
     the contenders have an `ops_path`: also ops, ops_per_s and cpu_per_op_us (their workload's own
     count, which is what a DB cached by RocksDB is measured by).
@@ -367,6 +367,10 @@ def _session(group, names, *, session, rounds, slice_s, warmup_s, disk, cpus, ba
                 if d0 is not None:
                     row["dev_reads"] = d1["reads"] - d0["reads"]
                     row["dev_read_bytes"] = 512 * (d1["read_sectors"] - d0["read_sectors"])
+                    # the device's time on them (the block layer's, queueing included: a read's
+                    # await), so that a side's reads per second splits into the device's share and
+                    # the host's; the kernel prints it as an unsigned int of ms
+                    row["dev_read_ms"] = (d1["read_ticks_ms"] - d0["read_ticks_ms"]) % 2**32
                     # Anything else on the device during the turn (another process's reads, the
                     # writeback of a job that just ended) makes the turn's device slower for
                     # reasons that are not the contender's.

@@ -12,7 +12,15 @@ from rxlab.core import store
 from rxlab.core.paths import REPO
 from rxlab.core.resolution import AA, AB_MIN_TURNS, DEFAULT_TARGET_PCT, format_comparison
 from rxlab.core.study import SCALES
-from rxlab.studies.ab import AB, comparison_table, cpu_column, cpu_table, history
+from rxlab.studies.ab import (
+    AB,
+    comparison_table,
+    cpu_column,
+    cpu_table,
+    device_table,
+    history,
+    sides_table,
+)
 
 TITLE = "comparisons"
 
@@ -118,6 +126,7 @@ def _run(a) -> int:
             "aa": {**{k: _num(aa.get(k)) for k in ("ratio", "lo", "hi", "half_width")},
                    "turns": int(aa.get("turns", 0))},
             "cpu": _cpu(result),
+            "device": _device(result),
             "study": result.study, "outputs": str(out),
             "studies": _pooled_json(*pooled)}))
         return 0
@@ -130,6 +139,12 @@ def _run(a) -> int:
     c = cpu_table(result)
     for r in c.to_dict("records"):
         print(f"  {measure_words(a.workload, direct)[1]}: {format_comparison(r)}")
+    for r in device_table(result).to_dict("records"):
+        print(f"  device time per read: {format_comparison(r)}")
+    for side, d in _device(result).get("sides", {}).items():
+        host = f", the rest {d['host_us_per_read']:.1f} us" if d.get("host_us_per_read") is not None else ""
+        print(f"    {side}: device {d['device_us_per_read']:.1f} us per read of {d['bytes_per_read']:,.0f} B"
+              + host)
     print(f"  {seconds:.0f} s in all; study ab {result.study}: figure, tables and findings in {out}")
     more = "" if pooled[1]["k"] < 2 else f" (`rxlab ab {a.a} {a.b} ... --history` lists them)"
     print(f"  {pool_line}{more}")
@@ -199,6 +214,23 @@ def _cpu(result) -> dict:
         key = "aa" if r["config"] == AA else "ratio"
         out[key] = {k: _num(r.get(k)) for k in ("ratio", "lo", "hi", "half_width")}
     return {"metric": cpu_column(result.frame), **out} if out else {}
+
+
+def _device(result) -> dict:
+    """O_DIRECT reads: B's device time per read over A's with its interval, A's A/A, and each side's
+    median device time and bytes per read (JSON; empty for writes and the page cache)."""
+    t = device_table(result)
+    if t.empty:
+        return {}
+    out = {("aa" if r["config"] == AA else "ratio"): {k: _num(r.get(k)) for k in ("ratio", "lo", "hi",
+                                                                                   "half_width")}
+           for r in t.to_dict("records")}
+    sides = sides_table(result)
+    first = sides[sides["copy"] == 0]
+    out["sides"] = {r["config"]: {k: _num(r.get(k)) for k in ("device_us_per_read", "bytes_per_read",
+                                                              "host_us_per_read") if k in r}
+                    for r in first.to_dict("records")}
+    return {"metric": "device_us_per_read", **out}
 
 
 def _metric(workload: str, direct: bool = True) -> str:

@@ -29,6 +29,13 @@ def test_ab_reads_in_turns_and_prints_one_json_object(tmp_path):
     cpu = out["cpu"]                          # CPU per device read beside, with its interval
     assert cpu["metric"] == "cpu_per_read_us"
     assert cpu["ratio"]["lo"] <= cpu["ratio"]["ratio"] <= cpu["ratio"]["hi"]
+    dev = out["device"]                       # the device's time per read beside, and what a read asked of it
+    assert dev["metric"] == "device_us_per_read"
+    assert dev["ratio"]["lo"] <= dev["ratio"]["ratio"] <= dev["ratio"]["hi"] and dev["aa"]["ratio"] > 0
+    assert set(dev["sides"]) == {"posix", "rxlab://io_uring"}
+    for side in dev["sides"].values():    # one reader: a read's whole time is the device's and the rest
+        assert side["device_us_per_read"] > 0 and side["host_us_per_read"] > 0
+        assert side["bytes_per_read"] >= 512      # a sector at least
     m = manifest(tmp_path / "runs", out["study"])
     assert m["status"] == "complete" and len(m["runs"]) == 3 * out["turns"] and m["turns"]["target"] == 2.0
     assert (tmp_path / "out" / "ab.png").stat().st_size > 0 and (tmp_path / "out" / "ab.csv").is_file()
@@ -65,6 +72,7 @@ def test_ab_reads_from_the_page_cache_count_operations(tmp_path):
     assert out["direct"] is False and out["metric"].startswith("operations per second")
     assert out["turns"] >= 2 and out["lo"] <= out["ratio"] <= out["hi"]
     assert out["cpu"]["metric"] == "cpu_per_op_us" and out["cpu"]["ratio"]["ratio"] > 0
+    assert out["device"] == {}        # no device reads to time
     cat = store.catalog(tmp_path / "runs")
     assert len(cat) == 3 * out["turns"] and (cat["ops"] > 0).all() and (cat["spec.direct"] == False).all()  # noqa: E712
     # the value is the operations: ops over wall time, whatever the device did

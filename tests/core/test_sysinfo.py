@@ -225,7 +225,7 @@ def test_device_kinds_in_words():
     assert sysinfo.device_kind(None, None, "tmpfs") == "no block device (tmpfs)"
 
 
-def test_a_checkout_is_dirty_for_its_code_not_for_the_figures_a_report_rewrites(tmp_path):
+def test_a_checkout_is_dirty_for_its_code_not_for_figures_docs_or_tests(tmp_path):
     def git(*a):
         subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *a],
                        check=True, capture_output=True)
@@ -233,11 +233,20 @@ def test_a_checkout_is_dirty_for_its_code_not_for_the_figures_a_report_rewrites(
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / "qps.csv").write_text("a\n1\n")
     (tmp_path / "code.py").write_text("x = 1\n")
+    for d in ("docs", "tests"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "docs" / "findings.md").write_text("# f\n")
+    (tmp_path / "tests" / "test_code.py").write_text("def test(): pass\n")
+    (tmp_path / "README.md").write_text("# r\n")
     git("init", "-q")
     git("add", ".")
     git("commit", "-q", "-m", "c")
     assert git_info(tmp_path)["git_dirty"] is False
     (tmp_path / "figures" / "qps.csv").write_text("a\n2\n")   # a report rewrote a figure's table
+    assert git_info(tmp_path)["git_dirty"] is False
+    (tmp_path / "docs" / "findings.md").write_text("# f\nmore\n")    # prose written while it ran
+    (tmp_path / "tests" / "test_code.py").write_text("def test(): assert 1\n")
+    (tmp_path / "README.md").write_text("# r\nmore\n")
     assert git_info(tmp_path)["git_dirty"] is False
     (tmp_path / "code.py").write_text("x = 2\n")              # the code that measures changed
     assert git_info(tmp_path)["git_dirty"] is True

@@ -90,7 +90,8 @@ def rxlab_version() -> str:
 
 
 def git_info(repo: Path = REPO) -> dict:
-    """Commit and dirtiness of the checkout outside figures/ (read-only git calls: no index refresh)."""
+    """Commit and dirtiness of the code that measures: the checkout less figures/, docs/, tests/ and
+    Markdown files (read-only git calls: no index refresh)."""
     def git(*args: str) -> str | None:
         try:
             r = subprocess.run(["git", "--no-optional-locks", "-C", str(repo), *args],
@@ -102,8 +103,11 @@ def git_info(repo: Path = REPO) -> dict:
     if commit is None:
         return {"git_commit": "unknown", "git_dirty": None}
     # figures/ is what `rxlab report` rewrites as it goes: its own outputs do not make the code that
-    # measured them dirty (every figure after the first would otherwise say "dirty")
-    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)figures")
+    # measured them dirty (every figure after the first would otherwise say "dirty"); prose and tests
+    # being written while a study runs change nothing it measures, so a flag that counted them would
+    # mark studies whose engines, driver and notebooks were the commit's
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)figures",
+                 ":(exclude)docs", ":(exclude)tests", ":(exclude,glob)**/*.md")
     return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None}
 
 

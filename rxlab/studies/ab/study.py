@@ -29,6 +29,8 @@ RUN_PREFIX = "ab-"
 _NAME_RE = re.compile(r"^ab-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-t(?P<turn>\d+)-(?P<who>a|b|aa)$")
 CONDITIONS = ("quiet", "busy")
 CPU_COLUMNS = ("cpu_per_read_us", "cpu_per_op_us")
+# O_DIRECT reads: the device's time per read (the block layer's await) and the bytes it was asked for
+DEVICE_COLUMNS = ("device_us_per_read", "bytes_per_read")
 COMPARE = Compare(config="config", metric="value", keys=("workload",), turn="turn", label="rate")
 
 # Per scale: keys, and the slices of a turn of reads or of a timed row (readwhilewriting, mixgraph). smoke
@@ -113,11 +115,37 @@ def cpu_table(result: StudyResult) -> pd.DataFrame:
     return result_comparisons(result, replace(COMPARE, metric=col, label="CPU"))
 
 
-def sides_table(result: StudyResult) -> pd.DataFrame:
-    """Per side and copy: the median value per turn and its CPU per device read or per operation."""
+def device_table(result: StudyResult) -> pd.DataFrame:
+    """O_DIRECT reads: B's device time per read over A's (the block layer's await), with its 95%
+    interval over the same turns, and A's A/A row; empty where the turns kept none (writes, the page
+    cache, a DB on a file system without a block device). Beside the value: reads per second that
+    differ at the same device time per read differ in the host's share of a read."""
     f = result.frame
-    cols = [c for c in ("value", *CPU_COLUMNS) if c in f.columns]
-    return f.groupby(["config", "copy"], sort=False)[cols].median().reset_index()
+    if "device_us_per_read" not in f.columns or not f["device_us_per_read"].notna().any():
+        return pd.DataFrame(columns=comparison_table(result).columns)
+    return result_comparisons(result, replace(COMPARE, metric="device_us_per_read", label="device"))
+
+
+def _threads(result: StudyResult) -> int | None:
+    """The client threads of each side: the study's params, or its runs' specs once loaded."""
+    t = getattr(result.params, "threads", None)
+    if t is None and "spec.threads" in result.frame.columns:
+        known = result.frame["spec.threads"].dropna()
+        t = known.iloc[0] if len(known) else None
+    return int(t) if t is not None else None
+
+
+def sides_table(result: StudyResult) -> pd.DataFrame:
+    """Per side and copy: the median value per turn, its CPU per device read or per operation, and for
+    O_DIRECT reads the device's time and bytes per read; at one thread also the host's time per read
+    (a read's whole time, 1/value, less the device's)."""
+    f = result.frame
+    cols = [c for c in ("value", *CPU_COLUMNS, *DEVICE_COLUMNS) if c in f.columns]
+    out = f.groupby(["config", "copy"], sort=False)[cols].median().reset_index()
+    if "device_us_per_read" in out.columns and _threads(result) == 1:
+        # one reader waits for each read: 1e6 / value is a read's whole time, the device's part of it known
+        out["host_us_per_read"] = 1e6 / out["value"] - out["device_us_per_read"]
+    return out
 
 
 def draw(t: pd.DataFrame):
@@ -126,7 +154,8 @@ def draw(t: pd.DataFrame):
 
 
 class AbStudy(Study, name="ab", notebook="", run_prefix=RUN_PREFIX, params=Params, result=AbResult,
-              tables={"comparison": comparison_table, "cpu": cpu_table, "sides": sides_table},
+              tables={"comparison": comparison_table, "cpu": cpu_table, "device": device_table,
+                      "sides": sides_table},
               figures={"ab": FigureSpec(comparison_table, draw)}, compare=COMPARE):
     """Two configurations compared in turns with an A/A control (`rxlab ab`)."""
 
@@ -222,6 +251,9 @@ class AbStudy(Study, name="ab", notebook="", run_prefix=RUN_PREFIX, params=Param
         cpu = cpu_table(result)
         col = cpu_column(result.frame)
         lines += [f"- {r['workload']}, {col}: {format_comparison(r)}" for r in cpu.to_dict("records")]
+        dev = device_table(result)
+        lines += [f"- {r['workload']}, device time per read: {format_comparison(r)}"
+                  for r in dev.to_dict("records")]
         return "\n".join(lines)
 
 
