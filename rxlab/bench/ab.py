@@ -212,14 +212,26 @@ def reader(name: str, side: Side, db: Path, num: int, threads: int, workload: st
                            {**os.environ, **side.env} if side.env else None, ops_path=str(ops_path))
 
 
+def page_start_share(offsets: str) -> float:
+    """The share of traced reads whose buffer starts a page, from turns.offsets_text's '1024 (97%), 0 (3%)'
+    (NaN when nothing was traced: no strace, or no 8 KiB O_DIRECT read in the window)."""
+    if not offsets:
+        return float("nan")
+    m = re.search(r"(?:^|, )0 \((\d+)%\)", offsets)
+    return int(m.group(1)) / 100 if m else 0.0
+
+
 def read_session(a: Side, b: Side, dbs: Mapping[str, Path], *, num: int, threads: int, workload: str,
                  turn: int, rounds: int, slice_s: float, warmup_s: float, cpus: set[int] | None = None,
-                 direct: bool = True, progress: bool = False) -> list[dict]:
+                 direct: bool = True, placement: bool = False, progress: bool = False) -> list[dict]:
     """One turn of reads: a session of A, B and A again (fresh processes, other keys each turn); rows of
     config, copy, value, reads, ops, wall_s and the CPU beside the value. With O_DIRECT the value is the
     side's pooled device reads per second, its CPU per device read beside (cpu_per_read_us), and the
     device's time per read (device_us_per_read, the block layer's await) and bytes per read; without,
-    its operations per second and CPU per operation (cpu_per_op_us)."""
+    its operations per second and CPU per operation (cpu_per_op_us). `placement`: where each process's
+    8 KiB O_DIRECT read buffers fall in their pages (turns.measure's strace during the warm-up), as
+    buffer_offsets and page_start_share (the share of traced reads whose buffer starts a page: two pages,
+    not three)."""
     seed = 1000 * (turn + 1)
     db = dbs[a.text]
     ops = {who: db.with_name(f"{db.name}.{i}.ops") for i, who in enumerate(("A", "B", "A" + CONTROL))}
@@ -231,7 +243,7 @@ def read_session(a: Side, b: Side, dbs: Mapping[str, Path], *, num: int, threads
     disk = sysinfo.device_for_path(dbs[a.text]).disk
     try:
         df = turns.measure(group[k:] + group[:k], sessions=1, rounds=rounds, slice_s=slice_s,
-                           warmup_s=warmup_s, disk=disk, cpus=cpus, progress=progress)
+                           warmup_s=warmup_s, disk=disk, cpus=cpus, progress=progress, placement=placement)
     finally:
         for p in ops.values():
             p.unlink(missing_ok=True)
@@ -249,6 +261,9 @@ def read_session(a: Side, b: Side, dbs: Mapping[str, Path], *, num: int, threads
             # where a read's time goes: the device's (its await) and the size the device was asked
             rows[-1].update(device_us_per_read=1e3 * r["dev_read_ms"] / r["reads"],
                             bytes_per_read=r["dev_read_bytes"] / r["reads"])
+        if placement and "buffer_offsets" in df.columns:
+            text = str(df.loc[df["contender"] == who, "buffer_offsets"].iloc[0] or "")
+            rows[-1].update(buffer_offsets=text, page_start_share=page_start_share(text))
     return rows
 
 

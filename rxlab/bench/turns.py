@@ -368,8 +368,8 @@ def _session(group, names, *, session, rounds, slice_s, warmup_s, disk, cpus, ba
                     row["dev_reads"] = d1["reads"] - d0["reads"]
                     row["dev_read_bytes"] = 512 * (d1["read_sectors"] - d0["read_sectors"])
                     # the device's time on them (the block layer's, queueing included: a read's
-                    # await), so that a side's reads per second splits into the device's share and
-                    # the host's; the kernel prints it as an unsigned int of ms
+                    # await), so that a reader's time per read splits into the block layer's part and
+                    # the rest; the kernel prints it as an unsigned int of ms
                     row["dev_read_ms"] = (d1["read_ticks_ms"] - d0["read_ticks_ms"]) % 2**32
                     # Anything else on the device during the turn (another process's reads, the
                     # writeback of a job that just ended) makes the turn's device slower for

@@ -53,6 +53,10 @@ def add_parser(sub) -> None:
                    help="O_DIRECT for both sides' reads, flush and compaction: on, or off (the page cache "
                         "holds the DB and serves the reads; a read row then counts operations per second, "
                         "not device reads)")
+    p.add_argument("--placement", action="store_true",
+                   help="reads with O_DIRECT: trace where each side's 8 KiB read buffers fall in their pages "
+                        "(strace on each process during its turn's warm-up): one on a page start spans two "
+                        "pages, one elsewhere three, and the device's time per read follows")
     p.add_argument("--target", type=float, default=DEFAULT_TARGET_PCT, metavar="PCT",
                    help="stop when the ratio's 95%% interval is within +-PCT percent")
     p.add_argument("--budget", default="10m", metavar="TIME", help="stop when another turn would overrun it "
@@ -91,7 +95,7 @@ def _run(a) -> int:
     direct = {"on": True, "off": False}.get(a.direct, a.direct)   # anything else: Params says what is allowed
     params = AB.params(a=a.a, b=a.b, workload=a.workload, threads=a.threads, target=a.target, budget=a.budget,
                        min_turns=a.min_turns, num=a.num, scale=a.scale, db_dir=a.db_dir,
-                       condition=a.condition, direct=direct)
+                       condition=a.condition, direct=direct, placement=a.placement)
     since = history.since_id(a.since)            # a bad --since is one line before anything is measured
     root = Path(a.runs) if a.runs else store.default_root()
     if a.history:
@@ -142,9 +146,11 @@ def _run(a) -> int:
     for r in device_table(result).to_dict("records"):
         print(f"  device time per read: {format_comparison(r)}")
     for side, d in _device(result).get("sides", {}).items():
-        host = f", the rest {d['host_us_per_read']:.1f} us" if d.get("host_us_per_read") is not None else ""
+        rest = f", the rest {d['rest_us_per_read']:.1f} us" if d.get("rest_us_per_read") is not None else ""
+        start = d.get("page_start_share")
+        start = f"; buffers on a page start in {start:.0%} of traced reads" if start is not None else ""
         print(f"    {side}: device {d['device_us_per_read']:.1f} us per read of {d['bytes_per_read']:,.0f} B"
-              + host)
+              + rest + start)
     print(f"  {seconds:.0f} s in all; study ab {result.study}: figure, tables and findings in {out}")
     more = "" if pooled[1]["k"] < 2 else f" (`rxlab ab {a.a} {a.b} ... --history` lists them)"
     print(f"  {pool_line}{more}")
@@ -227,8 +233,8 @@ def _device(result) -> dict:
            for r in t.to_dict("records")}
     sides = sides_table(result)
     first = sides[sides["copy"] == 0]
-    out["sides"] = {r["config"]: {k: _num(r.get(k)) for k in ("device_us_per_read", "bytes_per_read",
-                                                              "host_us_per_read") if k in r}
+    keys = ("device_us_per_read", "bytes_per_read", "rest_us_per_read", "page_start_share")
+    out["sides"] = {r["config"]: {k: _num(r.get(k)) for k in keys if k in r}
                     for r in first.to_dict("records")}
     return {"metric": "device_us_per_read", **out}
 

@@ -6,6 +6,7 @@ import json
 import pytest
 from helpers_cli import describe, run_cli
 
+from rxlab.bench import ab
 from rxlab.bench.ab import parse_side
 from rxlab.core import builds, store
 from rxlab.core.resolution import AB_MIN_TURNS
@@ -34,7 +35,7 @@ def test_ab_reads_in_turns_and_prints_one_json_object(tmp_path):
     assert dev["ratio"]["lo"] <= dev["ratio"]["ratio"] <= dev["ratio"]["hi"] and dev["aa"]["ratio"] > 0
     assert set(dev["sides"]) == {"posix", "rxlab://io_uring"}
     for side in dev["sides"].values():    # one reader: a read's whole time is the device's and the rest
-        assert side["device_us_per_read"] > 0 and side["host_us_per_read"] > 0
+        assert side["device_us_per_read"] > 0 and side["rest_us_per_read"] > 0
         assert side["bytes_per_read"] >= 512      # a sector at least
     m = manifest(tmp_path / "runs", out["study"])
     assert m["status"] == "complete" and len(m["runs"]) == 3 * out["turns"] and m["turns"]["target"] == 2.0
@@ -42,6 +43,29 @@ def test_ab_reads_in_turns_and_prints_one_json_object(tmp_path):
     assert not list((tmp_path / "db").iterdir())      # the DB is scratch
     cat = store.catalog(tmp_path / "runs")
     assert set(cat["spec.condition"]) == {"quiet"} and "neighbour_cpu_s" not in cat.columns
+
+
+@pytest.mark.timeout(120)
+def test_ab_placement_traces_where_each_sides_read_buffers_fall(tmp_path):
+    """--placement: strace on each reader during its turn's warm-up; each side's share of 8 KiB reads whose
+    buffer starts a page (two pages, not three) is in the sides' device figures and the stored runs."""
+    r = run_cli("ab", "default", "posix", "--placement", "--scale", "smoke", "--budget", "10s",
+                "--min-turns", "1", "--json", "--runs", tmp_path / "runs", "--out", tmp_path / "out",
+                "--db-dir", tmp_path / "db", timeout=100)
+    assert r.returncode == 0, describe(r)
+    out = json.loads(r.stdout)
+    for side in out["device"]["sides"].values():
+        assert 0.0 <= side["page_start_share"] <= 1.0
+    cat = store.catalog(tmp_path / "runs")
+    assert cat["buffer_offsets"].str.fullmatch(r"\d+ \(\d+%\)(, \d+ \(\d+%\))*").all(), cat["buffer_offsets"]
+
+
+@pytest.mark.parametrize(("text", "share"), [
+    ("0 (100%)", 1.0), ("1536 (100%)", 0.0), ("1024 (97%), 0 (3%)", 0.03), ("2560 (60%), 1024 (40%)", 0.0),
+])
+def test_page_start_share_reads_the_offsets_text(text, share):
+    assert ab.page_start_share(text) == pytest.approx(share)
+    assert ab.page_start_share("") != ab.page_start_share("")     # nothing traced: NaN
 
 
 @pytest.mark.timeout(120)
@@ -134,6 +158,8 @@ def test_ab_timed_row_runs_both_sides_at_once_in_slices(tmp_path):
     (["posix", "io_uring", "--direct", "maybe"], "direct='maybe': expected on (O_DIRECT) or off"),
     (["posix", "opts:block_size"], "expected opts:NAME=VALUE"),
     (["posix", "build:0.0.1-gcc12"], "no finished build '0.0.1-gcc12'"),
+    (["posix", "io_uring", "--direct", "off", "--placement"], "placement=True: traces O_DIRECT read buffers"),
+    (["posix", "io_uring", "--workload", "fillseq", "--placement"], "placement=True: traces O_DIRECT"),
 ])
 def test_bad_input_is_one_line(args, line):
     r = run_cli("ab", *args, "--scale", "smoke", timeout=60)

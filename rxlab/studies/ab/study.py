@@ -30,7 +30,7 @@ _NAME_RE = re.compile(r"^ab-(?P<study>\d{8}T\d{6}[0-9a-f]{4})-t(?P<turn>\d+)-(?P
 CONDITIONS = ("quiet", "busy")
 CPU_COLUMNS = ("cpu_per_read_us", "cpu_per_op_us")
 # O_DIRECT reads: the device's time per read (the block layer's await) and the bytes it was asked for
-DEVICE_COLUMNS = ("device_us_per_read", "bytes_per_read")
+DEVICE_COLUMNS = ("device_us_per_read", "bytes_per_read", "page_start_share")
 COMPARE = Compare(config="config", metric="value", keys=("workload",), turn="turn", label="rate")
 
 # Per scale: keys, and the slices of a turn of reads or of a timed row (readwhilewriting, mixgraph). smoke
@@ -61,6 +61,7 @@ class Params(TurnsParams):
     db_dir: str | None = None
     condition: str = "quiet"
     direct: bool = True               # O_DIRECT reads, flush and compaction; off: the page cache serves reads
+    placement: bool = False           # trace where the read buffers fall in their pages (O_DIRECT reads)
     min_turns: int = AB_MIN_TURNS     # its turns take seconds: the rule may stop later (resolution.py)
 
     def __post_init__(self):
@@ -70,6 +71,12 @@ class Params(TurnsParams):
         if not checks.is_bool(self.direct):
             checks.fail("direct", self.direct, "expected on (O_DIRECT) or off (the page cache)")
         self.direct = bool(self.direct)
+        if not checks.is_bool(self.placement):
+            checks.fail("placement", self.placement, "expected true or false")
+        self.placement = bool(self.placement)
+        if self.placement and (self.workload not in ab.READS or not self.direct):
+            checks.fail("placement", self.placement, "traces O_DIRECT read buffers: a read workload "
+                        f"({', '.join(ab.READS)}) with O_DIRECT on")
         self.threads = checks.integer("threads", self.threads, 1, 64)
         checks.optional_integer("num", self.num, 1000, 10**9)
         checks.optional_integer("rounds", self.rounds, 1, 100)
@@ -119,7 +126,7 @@ def device_table(result: StudyResult) -> pd.DataFrame:
     """O_DIRECT reads: B's device time per read over A's (the block layer's await), with its 95%
     interval over the same turns, and A's A/A row; empty where the turns kept none (writes, the page
     cache, a DB on a file system without a block device). Beside the value: reads per second that
-    differ at the same device time per read differ in the host's share of a read."""
+    differ at the same device time per read differ in what happens outside the block layer."""
     f = result.frame
     if "device_us_per_read" not in f.columns or not f["device_us_per_read"].notna().any():
         return pd.DataFrame(columns=comparison_table(result).columns)
@@ -137,14 +144,16 @@ def _threads(result: StudyResult) -> int | None:
 
 def sides_table(result: StudyResult) -> pd.DataFrame:
     """Per side and copy: the median value per turn, its CPU per device read or per operation, and for
-    O_DIRECT reads the device's time and bytes per read; at one thread also the host's time per read
-    (a read's whole time, 1/value, less the device's)."""
+    O_DIRECT reads the device's time and bytes per read; at one thread also the rest of a read's time
+    (its whole time, 1/value, less the block layer's). The block layer's time starts when the request
+    is handed to the device's queue, so it holds the notification of the device too (on a VM an exit
+    to the hypervisor, counted as the process's CPU): CPU per read can exceed the rest."""
     f = result.frame
     cols = [c for c in ("value", *CPU_COLUMNS, *DEVICE_COLUMNS) if c in f.columns]
     out = f.groupby(["config", "copy"], sort=False)[cols].median().reset_index()
     if "device_us_per_read" in out.columns and _threads(result) == 1:
-        # one reader waits for each read: 1e6 / value is a read's whole time, the device's part of it known
-        out["host_us_per_read"] = 1e6 / out["value"] - out["device_us_per_read"]
+        # one reader waits for each read: 1e6 / value is a read's whole time, the block layer's part known
+        out["rest_us_per_read"] = 1e6 / out["value"] - out["device_us_per_read"]
     return out
 
 
@@ -191,7 +200,8 @@ class AbStudy(Study, name="ab", notebook="", run_prefix=RUN_PREFIX, params=Param
             if p.workload in ab.READS:
                 got = ab.read_session(a, b, ctx.state["dbs"], num=s["num"], threads=p.threads,
                                       workload=p.workload, turn=turn, rounds=s["rounds"],
-                                      slice_s=s["slice_s"], warmup_s=s["warmup_s"], direct=p.direct)
+                                      slice_s=s["slice_s"], warmup_s=s["warmup_s"], direct=p.direct,
+                                      placement=p.placement)
             elif p.workload in ab.TIMED:
                 got = ab.timed_session(a, b, ctx.path(f"ab-t{turn}"), num=s["num"], threads=p.threads,
                                        workload=p.workload, turn=turn, rounds=s["rounds"],
