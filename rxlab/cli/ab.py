@@ -143,9 +143,10 @@ def _run(a) -> int:
     c = cpu_table(result)
     for r in c.to_dict("records"):
         print(f"  {measure_words(a.workload, direct)[1]}: {format_comparison(r)}")
-    for r in device_table(result).to_dict("records"):
+    dev_table = device_table(result)
+    for r in dev_table.to_dict("records"):
         print(f"  device time per read: {format_comparison(r)}")
-    for side, d in _device(result).get("sides", {}).items():
+    for side, d in _device(result, dev_table).get("sides", {}).items():
         rest = f", the rest {d['rest_us_per_read']:.1f} us" if d.get("rest_us_per_read") is not None else ""
         start = d.get("page_start_share")
         start = f"; buffers on a page start in {start:.0%} of traced reads" if start is not None else ""
@@ -222,10 +223,11 @@ def _cpu(result) -> dict:
     return {"metric": cpu_column(result.frame), **out} if out else {}
 
 
-def _device(result) -> dict:
-    """O_DIRECT reads: B's device time per read over A's with its interval, A's A/A, and each side's
-    median device time and bytes per read (JSON; empty for writes and the page cache)."""
-    t = device_table(result)
+def _device(result, t=None) -> dict:
+    """O_DIRECT reads: B's device time per read over A's with its interval (`t`: device_table's, when
+    already made), A's A/A, and each side's median device time and bytes per read (JSON; empty for
+    writes and the page cache)."""
+    t = device_table(result) if t is None else t
     if t.empty:
         return {}
     out = {("aa" if r["config"] == AA else "ratio"): {k: _num(r.get(k)) for k in ("ratio", "lo", "hi",
